@@ -1,0 +1,25 @@
+from __future__ import annotations
+
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+
+from trading.events import DESK_GROUP
+
+UNAUTHENTICATED = 4401
+
+
+class DeskEventsConsumer(AsyncJsonWebsocketConsumer):
+    """Authenticates, joins the desk group and forwards its events; nothing else."""
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=UNAUTHENTICATED)
+            return
+        await self.channel_layer.group_add(DESK_GROUP, self.channel_name)
+        await self.accept()
+
+    async def disconnect(self, code: int) -> None:
+        await self.channel_layer.group_discard(DESK_GROUP, self.channel_name)
+
+    async def desk_event(self, message: dict) -> None:
+        await self.send_json(message["event"])

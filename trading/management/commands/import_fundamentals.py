@@ -1,0 +1,10 @@
+from __future__ import annotations
+
+from trading.imports import import_fundamentals
+from trading.management.commands._import_base import ImportCommand
+
+
+class Command(ImportCommand):
+    help = "Import fundamentals from a CSV file. Every row is validated first; any problem means nothing is written."
+    importer = staticmethod(import_fundamentals)
+    columns = "symbol,as_of,pe,pb,ev_ebitda,revenue_growth_pct,net_margin_pct[,source]"
