@@ -34,7 +34,9 @@ def env_bool(name: str, default: bool = False, environ: Mapping[str, str] | None
         return True
     if lowered in _FALSE:
         return False
-    raise ImproperlyConfigured(f"{name}={value!r} is not a boolean: use one of 1/0, true/false, yes/no, on/off.")
+    raise ImproperlyConfigured(
+        f"{name}={value!r} is not a boolean: use one of 1/0, true/false, yes/no, on/off."
+    )
 
 
 def env_int(
@@ -75,7 +77,9 @@ def env_float(
     return number
 
 
-def env_list(name: str, default: list[str] | None = None, environ: Mapping[str, str] | None = None) -> list[str]:
+def env_list(
+    name: str, default: list[str] | None = None, environ: Mapping[str, str] | None = None
+) -> list[str]:
     value = _raw(name, environ)
     if value is None or value == "":
         return list(default or [])

@@ -68,8 +68,14 @@ def trading_days(start: dt.date, count: int) -> list[dt.date]:
     return days
 
 
-def make_bars(instrument: Instrument, count: int = 300, *, start: dt.date = dt.date(2024, 1, 1), seed: int = 1,
-              first_close: float = 1000.0) -> list[DailyBar]:
+def make_bars(
+    instrument: Instrument,
+    count: int = 300,
+    *,
+    start: dt.date = dt.date(2024, 1, 1),
+    seed: int = 1,
+    first_close: float = 1000.0,
+) -> list[DailyBar]:
     """A seeded random walk with realistic OHLC geometry, rounded to the tick."""
     rng = np.random.default_rng(seed)
     closes = first_close * np.exp(np.cumsum(rng.normal(0.0004, 0.015, count)))
@@ -85,8 +91,13 @@ def make_bars(instrument: Instrument, count: int = 300, *, start: dt.date = dt.d
         low = min(open_, close) * (1 - abs(rng.normal(0, 0.006)))
         bars.append(
             DailyBar(
-                instrument=instrument, date=day, open=on_tick(open_), high=on_tick(high), low=on_tick(low),
-                close=on_tick(close), volume=int(rng.integers(100_000, 2_000_000)),
+                instrument=instrument,
+                date=day,
+                open=on_tick(open_),
+                high=on_tick(high),
+                low=on_tick(low),
+                close=on_tick(close),
+                volume=int(rng.integers(100_000, 2_000_000)),
             )
         )
         previous = close
@@ -96,8 +107,13 @@ def make_bars(instrument: Instrument, count: int = 300, *, start: dt.date = dt.d
 @pytest.fixture
 def instrument(db) -> Instrument:
     return Instrument.objects.create(
-        symbol="RELIANCE", exchange="NSE", name="Reliance Industries", sector="Energy",
-        tick_size=Decimal("0.05"), lot_size=1, currency="INR",
+        symbol="RELIANCE",
+        exchange="NSE",
+        name="Reliance Industries",
+        sector="Energy",
+        tick_size=Decimal("0.05"),
+        lot_size=1,
+        currency="INR",
     )
 
 

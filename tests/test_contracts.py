@@ -12,7 +12,10 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_both_import_contracts_are_kept():
     result = subprocess.run(
         [str(Path(sys.executable).parent / "lint-imports"), "--no-cache"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
     assert "Pure cores import no framework" in result.stdout

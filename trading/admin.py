@@ -1,6 +1,14 @@
 from django.contrib import admin
 
-from trading.models import AuditEvent, DailyBar, FeatureSnapshot, FundamentalsSnapshot, Instrument, MacroIndicator, NewsItem
+from trading.models import (
+    AuditEvent,
+    DailyBar,
+    FeatureSnapshot,
+    FundamentalsSnapshot,
+    Instrument,
+    MacroIndicator,
+    NewsItem,
+)
 
 
 @admin.register(Instrument)
@@ -35,7 +43,16 @@ class MacroIndicatorAdmin(admin.ModelAdmin):
 
 @admin.register(FundamentalsSnapshot)
 class FundamentalsSnapshotAdmin(admin.ModelAdmin):
-    list_display = ["instrument", "as_of", "pe", "pb", "ev_ebitda", "revenue_growth_pct", "net_margin_pct", "source"]
+    list_display = [
+        "instrument",
+        "as_of",
+        "pe",
+        "pb",
+        "ev_ebitda",
+        "revenue_growth_pct",
+        "net_margin_pct",
+        "source",
+    ]
     list_filter = ["instrument"]
     list_select_related = ["instrument"]
 

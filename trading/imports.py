@@ -43,13 +43,14 @@ class ImportReport:
         return [f"{self.path}:{p.line}: {p.reason}" for p in sorted(self.problems, key=lambda p: p.line)]
 
     def skipped_lines(self) -> list[str]:
-        return [f"{self.path}:{p.line}: skipped, {p.reason}" for p in sorted(self.skipped, key=lambda p: p.line)]
+        return [
+            f"{self.path}:{p.line}: skipped, {p.reason}" for p in sorted(self.skipped, key=lambda p: p.line)
+        ]
 
     def summary(self) -> str:
         if self.problems:
-            return (
-                f"{self.path}: {len(self.problems)} problem(s) in {self.rows_read} row(s); nothing was written."
-            )
+            count = len(self.problems)
+            return f"{self.path}: {count} problem(s) in {self.rows_read} row(s); nothing was written."
         if self.dry_run:
             return f"{self.path}: {self.accepted} {self.kind} row(s) valid; dry run, nothing was written."
         skipped = f", {len(self.skipped)} skipped" if self.skipped else ""
@@ -96,7 +97,9 @@ def _resolve_symbols(
             for row in rows:
                 if symbol_of(row) == symbol:
                     report.problems.append(
-                        RowProblem(row.line, f"symbol {symbol} is listed on {exchanges}: write EXCHANGE:{symbol}")
+                        RowProblem(
+                            row.line, f"symbol {symbol} is listed on {exchanges}: write EXCHANGE:{symbol}"
+                        )
                     )
     for row in rows:
         symbol = symbol_of(row)
@@ -105,7 +108,9 @@ def _resolve_symbols(
     return resolved
 
 
-def _finish(report: ImportReport, write: Callable[[], int], audit_details: dict[str, Any], actor_label: str) -> ImportReport:
+def _finish(
+    report: ImportReport, write: Callable[[], int], audit_details: dict[str, Any], actor_label: str
+) -> ImportReport:
     if report.problems or report.dry_run:
         return report
     try:
@@ -120,7 +125,9 @@ def _finish(report: ImportReport, write: Callable[[], int], audit_details: dict[
     except IntegrityError as error:
         # Another import raced us between validation and write; the transaction rolled back whole.
         report.written = 0
-        report.problems.append(RowProblem(0, f"conflicting rows were written concurrently ({error}); nothing was written"))
+        report.problems.append(
+            RowProblem(0, f"conflicting rows were written concurrently ({error}); nothing was written")
+        )
     return report
 
 
@@ -140,14 +147,21 @@ def import_bars(path: Path, *, dry_run: bool = False, actor_label: str = "import
     )
     for bar in bars:
         if (instruments[bar.symbol].pk, bar.date) in stored:
-            report.problems.append(RowProblem(bar.line, f"duplicate date {bar.date} for {bar.symbol}: already stored"))
+            report.problems.append(
+                RowProblem(bar.line, f"duplicate date {bar.date} for {bar.symbol}: already stored")
+            )
     report.accepted = len(bars)
 
     def write() -> int:
         created = DailyBar.objects.bulk_create(
             DailyBar(
-                instrument=instruments[bar.symbol], date=bar.date, open=bar.open, high=bar.high,
-                low=bar.low, close=bar.close, volume=bar.volume,
+                instrument=instruments[bar.symbol],
+                date=bar.date,
+                open=bar.open,
+                high=bar.high,
+                low=bar.low,
+                close=bar.close,
+                volume=bar.volume,
             )
             for bar in bars
         )
@@ -172,7 +186,9 @@ def import_news(path: Path, *, dry_run: bool = False, actor_label: str = "import
         return str(instruments[item.symbol]) if item.symbol else "*"
 
     hashes = {item.line: content_hash(item.headline, scope_key(item)) for item in items}
-    stored = set(NewsItem.objects.filter(content_hash__in=hashes.values()).values_list("content_hash", flat=True))
+    stored = set(
+        NewsItem.objects.filter(content_hash__in=hashes.values()).values_list("content_hash", flat=True)
+    )
     first_line: dict[str, int] = {}
     fresh = []
     for item in items:
@@ -190,8 +206,11 @@ def import_news(path: Path, *, dry_run: bool = False, actor_label: str = "import
         created = NewsItem.objects.bulk_create(
             NewsItem(
                 instrument=instruments.get(item.symbol) if item.symbol else None,
-                headline=item.headline, source=item.source, published_at=item.published_at,
-                url=item.url, content_hash=hashes[item.line],
+                headline=item.headline,
+                source=item.source,
+                published_at=item.published_at,
+                url=item.url,
+                content_hash=hashes[item.line],
             )
             for item in fresh
         )
@@ -200,7 +219,9 @@ def import_news(path: Path, *, dry_run: bool = False, actor_label: str = "import
     return _finish(report, write, {}, actor_label)
 
 
-def import_fundamentals(path: Path, *, dry_run: bool = False, actor_label: str = "import_fundamentals") -> ImportReport:
+def import_fundamentals(
+    path: Path, *, dry_run: bool = False, actor_label: str = "import_fundamentals"
+) -> ImportReport:
     report = ImportReport(path=str(path), kind="fundamentals", dry_run=dry_run)
     raw = _read_rows(path, market_csv.FUNDAMENTAL_COLUMNS, report)
     if raw is None:
@@ -216,15 +237,15 @@ def import_fundamentals(path: Path, *, dry_run: bool = False, actor_label: str =
     for snapshot in snapshots:
         if (instruments[snapshot.symbol].pk, snapshot.as_of) in stored:
             report.problems.append(
-                RowProblem(snapshot.line, f"duplicate as_of {snapshot.as_of} for {snapshot.symbol}: already stored")
+                RowProblem(
+                    snapshot.line, f"duplicate as_of {snapshot.as_of} for {snapshot.symbol}: already stored"
+                )
             )
     report.accepted = len(snapshots)
 
     def write() -> int:
         created = FundamentalsSnapshot.objects.bulk_create(
-            FundamentalsSnapshot(
-                instrument=instruments[s.symbol], as_of=s.as_of, source=s.source, **s.ratios
-            )
+            FundamentalsSnapshot(instrument=instruments[s.symbol], as_of=s.as_of, source=s.source, **s.ratios)
             for s in snapshots
         )
         return len(created)

@@ -137,6 +137,9 @@ class FeatureSnapshot(models.Model):
             models.UniqueConstraint(fields=["instrument", "as_of"], name="feature_snapshot_unique_per_day")
         ]
 
+    def __str__(self) -> str:
+        return f"features {self.instrument_id}@{self.as_of}"
+
 
 class AuditEvent(models.Model):
     """Who did what, when and why. Written by services, never edited."""
@@ -169,3 +172,6 @@ class DeskPermission(models.Model):
             ("start_run", "Can start pipeline and strategy runs"),
             ("import_market_data", "Can import market data"),
         ]
+
+    def __str__(self) -> str:
+        return "desk permissions"

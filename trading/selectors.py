@@ -31,7 +31,9 @@ def instrument_by_symbol(symbol: str) -> Instrument:
     return get_object_or_404(queryset.order_by("exchange")[:1])
 
 
-def bars_frame(instrument: Instrument, *, as_of: dt.date | None = None, limit: int | None = None) -> pd.DataFrame:
+def bars_frame(
+    instrument: Instrument, *, as_of: dt.date | None = None, limit: int | None = None
+) -> pd.DataFrame:
     """Bars on or before ``as_of`` (the last ``limit`` of them), oldest first, as floats."""
     queryset = DailyBar.objects.filter(instrument=instrument)
     if as_of is not None:
@@ -59,7 +61,9 @@ def news_inputs(instrument: Instrument, *, as_of: dt.date, lookback_days: int) -
     )
     return [
         NewsInput(
-            headline=headline, source=source, published_at=published_at.astimezone(tz),
+            headline=headline,
+            source=source,
+            published_at=published_at.astimezone(tz),
             scope="market" if instrument_id is None else "instrument",
         )
         for headline, source, published_at, instrument_id in items
@@ -72,13 +76,19 @@ def _as_float(value: Decimal | None) -> float | None:
 
 def fundamentals_input(instrument: Instrument, *, as_of: dt.date) -> FundamentalsInput | None:
     snapshot = (
-        FundamentalsSnapshot.objects.filter(instrument=instrument, as_of__lte=as_of).order_by("-as_of").first()
+        FundamentalsSnapshot.objects.filter(instrument=instrument, as_of__lte=as_of)
+        .order_by("-as_of")
+        .first()
     )
     if snapshot is None:
         return None
     return FundamentalsInput(
-        as_of=snapshot.as_of, source=snapshot.source, pe=_as_float(snapshot.pe), pb=_as_float(snapshot.pb),
-        ev_ebitda=_as_float(snapshot.ev_ebitda), revenue_growth_pct=_as_float(snapshot.revenue_growth_pct),
+        as_of=snapshot.as_of,
+        source=snapshot.source,
+        pe=_as_float(snapshot.pe),
+        pb=_as_float(snapshot.pb),
+        ev_ebitda=_as_float(snapshot.ev_ebitda),
+        revenue_growth_pct=_as_float(snapshot.revenue_growth_pct),
         net_margin_pct=_as_float(snapshot.net_margin_pct),
     )
 
@@ -86,7 +96,10 @@ def fundamentals_input(instrument: Instrument, *, as_of: dt.date) -> Fundamental
 def macro_readings(*, as_of: dt.date, limit: int = 5) -> list[MacroReading]:
     """The latest reading of each macro series on or before ``as_of`` with its change since the one before."""
     latest_dates = (
-        MacroIndicator.objects.filter(date__lte=as_of).values("code").annotate(last=Max("date")).order_by("code")
+        MacroIndicator.objects.filter(date__lte=as_of)
+        .values("code")
+        .annotate(last=Max("date"))
+        .order_by("code")
     )[:limit]
     readings = []
     for row in latest_dates:
@@ -97,8 +110,12 @@ def macro_readings(*, as_of: dt.date, limit: int = 5) -> list[MacroReading]:
         previous = last_two[1] if len(last_two) > 1 else None
         readings.append(
             MacroReading(
-                code=current.code, name=current.name, date=current.date, value=float(current.value),
-                unit=current.unit, change=float(current.value - previous.value) if previous else None,
+                code=current.code,
+                name=current.name,
+                date=current.date,
+                value=float(current.value),
+                unit=current.unit,
+                change=float(current.value - previous.value) if previous else None,
             )
         )
     return readings
@@ -130,7 +147,10 @@ def instrument_rows() -> list[InstrumentRow]:
     ).order_by("symbol", "exchange")
     return [
         InstrumentRow(
-            instrument=i, last_date=i.last_date, last_close=i.last_close, prev_close=i.prev_close,
+            instrument=i,
+            last_date=i.last_date,
+            last_close=i.last_close,
+            prev_close=i.prev_close,
             bar_count=i.bar_count,
         )
         for i in instruments

@@ -7,11 +7,16 @@ from tests.conftest import PASSWORD
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def test_a_viewer_logs_in_opens_an_instrument_and_sees_the_chart(live_server, page, screenshot, viewer,
-                                                                 instrument_with_bars):
+def test_a_viewer_logs_in_opens_an_instrument_and_sees_the_chart(
+    live_server, page, screenshot, viewer, instrument_with_bars
+):
     requests_off_machine: list[str] = []
-    page.on("request", lambda request: requests_off_machine.append(request.url)
-            if not request.url.startswith(live_server.url) else None)
+    page.on(
+        "request",
+        lambda request: (
+            requests_off_machine.append(request.url) if not request.url.startswith(live_server.url) else None
+        ),
+    )
 
     page.goto(f"{live_server.url}/")
     page.fill("#id_username", "vera")

@@ -38,8 +38,14 @@ def test_instruments_are_listed_with_market_details(api, instrument):
 
     assert body["count"] == 1
     assert body["results"][0] == {
-        "symbol": "RELIANCE", "exchange": "NSE", "name": "Reliance Industries", "sector": "Energy",
-        "tick_size": "0.0500", "lot_size": 1, "currency": "INR", "is_active": True,
+        "symbol": "RELIANCE",
+        "exchange": "NSE",
+        "name": "Reliance Industries",
+        "sector": "Energy",
+        "tick_size": "0.0500",
+        "lot_size": 1,
+        "currency": "INR",
+        "is_active": True,
     }
 
 

@@ -19,8 +19,11 @@ IST = dt.timezone(dt.timedelta(hours=5, minutes=30))
 def _news(instrument, headline: str, when: dt.datetime, *, market_wide: bool = False) -> NewsItem:
     scope = "*" if market_wide else str(instrument)
     return NewsItem.objects.create(
-        instrument=None if market_wide else instrument, headline=headline, source="Wire",
-        published_at=when, content_hash=content_hash(headline, scope),
+        instrument=None if market_wide else instrument,
+        headline=headline,
+        source="Wire",
+        published_at=when,
+        content_hash=content_hash(headline, scope),
     )
 
 
@@ -33,18 +36,29 @@ def market(instrument_with_bars):
     _news(instrument_with_bars, "Broker downgrades Reliance, cuts target price", on(dates[249]))
     _news(instrument_with_bars, "RBI holds repo rate steady", on(dates[247]), market_wide=True)
     _news(instrument_with_bars, "Reliance profit warning as refining margins collapse", on(dates[252]))
-    FundamentalsSnapshot.objects.create(instrument=instrument_with_bars, as_of=dates[200], source="Filing",
-                                        pe=Decimal("24.1"), pb=Decimal("2.2"))
-    FundamentalsSnapshot.objects.create(instrument=instrument_with_bars, as_of=dates[260], source="Filing",
-                                        pe=Decimal("99.0"), pb=Decimal("9.9"))
+    FundamentalsSnapshot.objects.create(
+        instrument=instrument_with_bars,
+        as_of=dates[200],
+        source="Filing",
+        pe=Decimal("24.1"),
+        pb=Decimal("2.2"),
+    )
+    FundamentalsSnapshot.objects.create(
+        instrument=instrument_with_bars,
+        as_of=dates[260],
+        source="Filing",
+        pe=Decimal("99.0"),
+        pb=Decimal("9.9"),
+    )
     for i, day in enumerate(dates[::20]):
-        MacroIndicator.objects.create(code="REPO", name="RBI repo rate", unit="%", date=day,
-                                      value=Decimal("6.50") + Decimal(i) / 100)
+        MacroIndicator.objects.create(
+            code="REPO", name="RBI repo rate", unit="%", date=day, value=Decimal("6.50") + Decimal(i) / 100
+        )
     return instrument_with_bars, dates, as_of
 
 
 def test_the_bundle_uses_only_data_on_or_before_the_as_of_date(market):
-    instrument, dates, as_of = market
+    instrument, _dates, as_of = market
 
     bundle = services.feature_bundle_for(instrument=instrument, as_of=as_of)
 
@@ -62,7 +76,7 @@ def test_the_bundle_uses_only_data_on_or_before_the_as_of_date(market):
 
 
 def test_changing_every_bar_and_headline_after_the_as_of_date_changes_nothing(market):
-    instrument, dates, as_of = market
+    instrument, _dates, as_of = market
     before = services.feature_bundle_for(instrument=instrument, as_of=as_of).model_dump()
 
     for bar in DailyBar.objects.filter(instrument=instrument, date__gt=as_of):
@@ -72,10 +86,14 @@ def test_changing_every_bar_and_headline_after_the_as_of_date_changes_nothing(ma
     NewsItem.objects.filter(published_at__gt=dt.datetime.combine(as_of, dt.time.max, tzinfo=IST)).update(
         headline="Reliance record profit, massive upgrade, stellar beat"
     )
-    _news(instrument, "Reliance wins record contract, strong buy upgrade", dt.datetime.combine(
-        as_of + dt.timedelta(days=1), dt.time(9, 30), tzinfo=IST))
-    MacroIndicator.objects.create(code="REPO", name="RBI repo rate", unit="%", date=as_of + dt.timedelta(days=1),
-                                  value=Decimal("9.99"))
+    _news(
+        instrument,
+        "Reliance wins record contract, strong buy upgrade",
+        dt.datetime.combine(as_of + dt.timedelta(days=1), dt.time(9, 30), tzinfo=IST),
+    )
+    MacroIndicator.objects.create(
+        code="REPO", name="RBI repo rate", unit="%", date=as_of + dt.timedelta(days=1), value=Decimal("9.99")
+    )
 
     after = services.feature_bundle_for(instrument=instrument, as_of=as_of).model_dump()
 
@@ -91,7 +109,7 @@ def test_an_instrument_without_fundamentals_is_marked_unavailable(instrument_wit
 
 
 def test_a_failing_feature_path_falls_back_visibly_to_recent_closes(market, monkeypatch):
-    instrument, dates, as_of = market
+    instrument, _dates, as_of = market
 
     def broken(bars):
         raise ValueError("indicator feed is down")
@@ -114,7 +132,7 @@ def test_no_bar_on_or_before_the_date_is_an_error_not_a_guess(instrument_with_ba
 
 
 def test_a_stored_snapshot_is_replaced_not_duplicated(market):
-    instrument, dates, as_of = market
+    instrument, _dates, as_of = market
 
     first = services.feature_snapshot_store(instrument=instrument, as_of=as_of)
     second = services.feature_snapshot_store(instrument=instrument, as_of=as_of)

@@ -44,9 +44,15 @@ def test_it_imports_valid_bars_and_audits_the_import(universe, tmp_path):
 @pytest.mark.parametrize(
     ("bad_row", "reason"),
     [
-        ("RELIANCE,2025-01-02,100,105,99,104,1000\n", "duplicate date 2025-01-02 for RELIANCE (first on line 3)"),
+        (
+            "RELIANCE,2025-01-02,100,105,99,104,1000\n",
+            "duplicate date 2025-01-02 for RELIANCE (first on line 3)",
+        ),
         ("RELIANCE,2025-01-03,100,98,99,99,1000\n", "high 98.0000 is below low 99.0000"),
-        ("RELIANCE,2025-01-03,100,105,99,106,1000\n", "close 106.0000 is outside the day's range [99.0000, 105.0000]"),
+        (
+            "RELIANCE,2025-01-03,100,105,99,106,1000\n",
+            "close 106.0000 is outside the day's range [99.0000, 105.0000]",
+        ),
         ("RELIANCE,2025-01-03,100,105,99,98,1000\n", "close 98.0000 is outside the day's range"),
         ("RELIANCE,2025-01-03,100,105,0,104,1000\n", "low 0.0000 is not positive"),
         ("RELIANCE,2025-01-03,-1,105,99,104,1000\n", "open -1.0000 is not positive"),
@@ -54,8 +60,14 @@ def test_it_imports_valid_bars_and_audits_the_import(universe, tmp_path):
         ("RELIANCE,2025-01-03,100,105,99,104,-5\n", "volume -5 is not positive"),
         ("RELIANCE,2025-01-03,100,105,99,104,12.5\n", "volume '12.5' is not a whole number"),
         ("WIPRO,2025-01-03,100,105,99,104,1000\n", "unknown symbol WIPRO"),
-        ("RELIANCE,03/01/2025,100,105,99,104,1000\n", "date '03/01/2025' is not a date (expected YYYY-MM-DD)"),
-        ("RELIANCE,2024-12-31,100,105,99,104,1000\n", "out of order: RELIANCE 2024-12-31 comes after 2025-01-02"),
+        (
+            "RELIANCE,03/01/2025,100,105,99,104,1000\n",
+            "date '03/01/2025' is not a date (expected YYYY-MM-DD)",
+        ),
+        (
+            "RELIANCE,2024-12-31,100,105,99,104,1000\n",
+            "out of order: RELIANCE 2024-12-31 comes after 2025-01-02",
+        ),
         ("RELIANCE,2025-01-03,abc,105,99,104,1000\n", "open 'abc' is not a number"),
         ("RELIANCE,2025-01-03,NaN,105,99,104,1000\n", "open 'NaN' is not a finite number"),
     ],
@@ -77,15 +89,24 @@ def test_it_refuses_a_file_with_one_bad_bar_and_writes_nothing(universe, tmp_pat
 def test_it_refuses_a_bar_already_stored(universe, tmp_path):
     import_bars(write(tmp_path, HEADER + GOOD_ROWS, "first.csv"))
 
-    report = import_bars(write(tmp_path, HEADER + "TCS,2025-01-02,3500,3550,3480,3520,500\n"
-                                         "RELIANCE,2025-01-02,1,2,1,1,1\n", "second.csv"))
+    report = import_bars(
+        write(
+            tmp_path,
+            HEADER + "TCS,2025-01-02,3500,3550,3480,3520,500\nRELIANCE,2025-01-02,1,2,1,1,1\n",
+            "second.csv",
+        )
+    )
 
-    assert report.problem_lines() == [f"{tmp_path / 'second.csv'}:3: duplicate date 2025-01-02 for RELIANCE: already stored"]
+    assert report.problem_lines() == [
+        f"{tmp_path / 'second.csv'}:3: duplicate date 2025-01-02 for RELIANCE: already stored"
+    ]
     assert DailyBar.objects.count() == 3
 
 
 def test_it_reports_every_problem_with_its_line(universe, tmp_path):
-    text = HEADER + "RELIANCE,2025-01-01,100,105,99,104,1000\nRELIANCE,bad,1,1,1,1,1\nFOO,2025-01-01,1,1,1,1,1\n"
+    text = (
+        HEADER + "RELIANCE,2025-01-01,100,105,99,104,1000\nRELIANCE,bad,1,1,1,1,1\nFOO,2025-01-01,1,1,1,1,1\n"
+    )
 
     report = import_bars(write(tmp_path, text))
 
@@ -110,7 +131,9 @@ def test_an_exchange_qualified_symbol_picks_that_listing(universe, tmp_path):
     Instrument.objects.create(symbol="RELIANCE", exchange="BSE", name="Reliance Industries")
 
     ambiguous = import_bars(write(tmp_path, HEADER + "RELIANCE,2025-01-01,100,105,99,104,1000\n", "a.csv"))
-    qualified = import_bars(write(tmp_path, HEADER + "BSE:RELIANCE,2025-01-01,100,105,99,104,1000\n", "b.csv"))
+    qualified = import_bars(
+        write(tmp_path, HEADER + "BSE:RELIANCE,2025-01-01,100,105,99,104,1000\n", "b.csv")
+    )
 
     assert "listed on BSE, NSE: write EXCHANGE:RELIANCE" in ambiguous.problem_lines()[0]
     assert qualified.ok
@@ -184,7 +207,9 @@ def test_a_naive_news_time_is_read_in_the_desk_time_zone(universe, tmp_path):
     ],
 )
 def test_it_refuses_bad_news_rows_and_writes_nothing(universe, tmp_path, row, reason):
-    report = import_news(write(tmp_path, NEWS_HEADER + "RELIANCE,Fine headline,Wire,2025-01-02T10:00:00\n" + row))
+    report = import_news(
+        write(tmp_path, NEWS_HEADER + "RELIANCE,Fine headline,Wire,2025-01-02T10:00:00\n" + row)
+    )
 
     assert reason in report.problem_lines()[0]
     assert NewsItem.objects.count() == 0
@@ -194,7 +219,9 @@ FUND_HEADER = "symbol,as_of,pe,pb,ev_ebitda,revenue_growth_pct,net_margin_pct,so
 
 
 def test_it_imports_fundamentals_with_blank_ratios(universe, tmp_path):
-    report = import_fundamentals(write(tmp_path, FUND_HEADER + "RELIANCE,2025-01-01,24.5,2.1,,8.2,9.9,Filing\n"))
+    report = import_fundamentals(
+        write(tmp_path, FUND_HEADER + "RELIANCE,2025-01-01,24.5,2.1,,8.2,9.9,Filing\n")
+    )
 
     assert report.ok
     snapshot = FundamentalsSnapshot.objects.get()

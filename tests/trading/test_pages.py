@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import datetime as dt
-
 import pytest
 from django.urls import reverse
 
@@ -34,7 +32,9 @@ def test_the_dashboard_shows_last_close_and_change(client, viewer, instrument_wi
     assert f"{change:.2f}%" in body
 
 
-def test_the_dashboard_reads_a_large_universe_in_constant_queries(client, viewer, django_assert_max_num_queries):
+def test_the_dashboard_reads_a_large_universe_in_constant_queries(
+    client, viewer, django_assert_max_num_queries
+):
     client.force_login(viewer)
     Instrument.objects.bulk_create(
         Instrument(symbol=f"SYM{i}", exchange="NSE", name=f"Company {i}") for i in range(60)
@@ -59,8 +59,10 @@ def test_the_instrument_page_shows_the_bundle_as_of_a_chosen_date(client, viewer
 
 @pytest.mark.parametrize(
     ("as_of", "message"),
-    [("31/12/2024", "is not a date (YYYY-MM-DD); showing the latest bar instead."),
-     ("2001-01-01", "No bars on or before 01 Jan 2001")],
+    [
+        ("31/12/2024", "is not a date (YYYY-MM-DD); showing the latest bar instead."),
+        ("2001-01-01", "No bars on or before 01 Jan 2001"),
+    ],
 )
 def test_a_bad_as_of_date_is_explained(client, viewer, instrument_with_bars, as_of, message):
     client.force_login(viewer)
@@ -86,5 +88,3 @@ def test_static_assets_are_local(client, viewer, instrument_with_bars):
 
 def _script_sources(html: str) -> list[str]:
     return [part.split('"', 1)[0] for part in html.split('<script src="')[1:]]
-
-

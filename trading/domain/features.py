@@ -41,8 +41,13 @@ class NoPriceData(ValueError):
 
 
 class BundleSettings:
-    def __init__(self, *, news_lookback_days: int = 14, news_half_life_days: float = 3.0,
-                 forecast_horizon_sessions: int = 10) -> None:
+    def __init__(
+        self,
+        *,
+        news_lookback_days: int = 14,
+        news_half_life_days: float = 3.0,
+        forecast_horizon_sessions: int = 10,
+    ) -> None:
         self.news_lookback_days = news_lookback_days
         self.news_half_life_days = news_half_life_days
         self.forecast_horizon_sessions = forecast_horizon_sessions
@@ -59,7 +64,9 @@ def _news_cutoff(as_of: dt.date, tz: dt.tzinfo) -> dt.datetime:
     return dt.datetime.combine(as_of, dt.time.max, tzinfo=tz)
 
 
-def _news_block(news: Sequence[NewsInput], as_of: dt.date, tz: dt.tzinfo, config: BundleSettings) -> NewsFeatures:
+def _news_block(
+    news: Sequence[NewsInput], as_of: dt.date, tz: dt.tzinfo, config: BundleSettings
+) -> NewsFeatures:
     return news_features(
         news,
         _news_cutoff(as_of, tz),
@@ -90,7 +97,9 @@ def build_feature_bundle(
         technical=technical_features(history),
         news=news_block,
         sentiment=sentiment_features(news_block),
-        fundamentals=fundamental_features(fundamentals if fundamentals and fundamentals.as_of <= as_of else None),
+        fundamentals=fundamental_features(
+            fundamentals if fundamentals and fundamentals.as_of <= as_of else None
+        ),
         forecast=price_forecast(
             history["close"].to_numpy(dtype=float), horizon_sessions=config.forecast_horizon_sessions
         ),
@@ -103,9 +112,26 @@ def _minimal_technical(history: pd.DataFrame) -> TechnicalFeatures:
     last_date = pd.Timestamp(history.index[-1]).date()
     empty = dict.fromkeys(
         (
-            "rsi_14", "macd_line", "macd_signal", "macd_hist", "sma_20", "sma_50", "sma_200", "ema_20",
-            "atr_14", "bb_upper", "bb_middle", "bb_lower", "swing_high", "swing_low", "support",
-            "resistance", "support_distance_pct", "resistance_distance_pct", "gap_pct", "volume_vs_avg",
+            "rsi_14",
+            "macd_line",
+            "macd_signal",
+            "macd_hist",
+            "sma_20",
+            "sma_50",
+            "sma_200",
+            "ema_20",
+            "atr_14",
+            "bb_upper",
+            "bb_middle",
+            "bb_lower",
+            "swing_high",
+            "swing_low",
+            "support",
+            "resistance",
+            "support_distance_pct",
+            "resistance_distance_pct",
+            "gap_pct",
+            "volume_vs_avg",
         )
     )
     return TechnicalFeatures(
@@ -138,8 +164,13 @@ def fallback_feature_bundle(
     except Exception as error:  # the fallback itself must not fail on a bad feed
         warnings.append(f"news features failed: {error}")
         news_block = NewsFeatures(
-            lookback_days=config.news_lookback_days, half_life_days=config.news_half_life_days,
-            raw_count=0, unique_count=0, net_sentiment=0.0, by_class={}, items=[],
+            lookback_days=config.news_lookback_days,
+            half_life_days=config.news_half_life_days,
+            raw_count=0,
+            unique_count=0,
+            net_sentiment=0.0,
+            by_class={},
+            items=[],
         )
     try:
         forecast = price_forecast(
@@ -175,13 +206,24 @@ def ensure_feature_bundle(
     """Always return a bundle when any price exists; raise ``NoPriceData`` when none does."""
     try:
         return build_feature_bundle(
-            symbol=symbol, as_of=as_of, bars=bars, news=news, fundamentals=fundamentals,
-            macro=macro, tz=tz, config=config,
+            symbol=symbol,
+            as_of=as_of,
+            bars=bars,
+            news=news,
+            fundamentals=fundamentals,
+            macro=macro,
+            tz=tz,
+            config=config,
         )
     except NoPriceData:
         raise
     except Exception as error:  # any feed or indicator failure degrades to the fallback, visibly
         return fallback_feature_bundle(
-            symbol=symbol, as_of=as_of, bars=bars, news=news,
-            reason=f"{type(error).__name__}: {error}", tz=tz, config=config,
+            symbol=symbol,
+            as_of=as_of,
+            bars=bars,
+            news=news,
+            reason=f"{type(error).__name__}: {error}",
+            tz=tz,
+            config=config,
         )

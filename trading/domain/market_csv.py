@@ -128,9 +128,9 @@ def _parse_bar(line: int, row: dict[str, str]) -> BarRow:
     return BarRow(line=line, symbol=symbol, date=date, volume=parse_volume(row["volume"]), **prices)
 
 
-def parse_bar_rows(rows: Iterable[Mapping[str, str | None]], *, first_line: int = 2) -> tuple[
-    list[BarRow], list[RowProblem]
-]:
+def parse_bar_rows(
+    rows: Iterable[Mapping[str, str | None]], *, first_line: int = 2
+) -> tuple[list[BarRow], list[RowProblem]]:
     """Validate bars. Within a symbol, dates must be strictly increasing: a repeat is a duplicate
     and an earlier date after a later one is out of order (a sign of a spliced or corrupt file)."""
     accepted: list[BarRow] = []
@@ -145,7 +145,9 @@ def parse_bar_rows(rows: Iterable[Mapping[str, str | None]], *, first_line: int 
             continue
         key = (bar.symbol, bar.date)
         if key in seen:
-            problems.append(RowProblem(line, f"duplicate date {bar.date} for {bar.symbol} (first on line {seen[key]})"))
+            problems.append(
+                RowProblem(line, f"duplicate date {bar.date} for {bar.symbol} (first on line {seen[key]})")
+            )
             continue
         previous = last_date.get(bar.symbol)
         if previous is not None and bar.date < previous:
@@ -177,9 +179,9 @@ def _parse_news(line: int, row: dict[str, str], default_tz: ZoneInfo) -> NewsRow
     )
 
 
-def parse_news_rows(rows: Iterable[Mapping[str, str | None]], *, default_tz: ZoneInfo, first_line: int = 2) -> tuple[
-    list[NewsRow], list[RowProblem]
-]:
+def parse_news_rows(
+    rows: Iterable[Mapping[str, str | None]], *, default_tz: ZoneInfo, first_line: int = 2
+) -> tuple[list[NewsRow], list[RowProblem]]:
     """Validate headlines; an empty symbol or ``*`` marks a market-wide item. A date-time without an
     offset is read in ``default_tz`` (the desk's time zone)."""
     accepted: list[NewsRow] = []
@@ -203,12 +205,14 @@ def _parse_fundamentals(line: int, row: dict[str, str]) -> FundamentalsRow:
     }
     if all(value is None for value in ratios.values()):
         raise _RowError("every ratio is empty")
-    return FundamentalsRow(line=line, symbol=symbol, as_of=as_of, source=row.get("source") or "csv", ratios=ratios)
+    return FundamentalsRow(
+        line=line, symbol=symbol, as_of=as_of, source=row.get("source") or "csv", ratios=ratios
+    )
 
 
-def parse_fundamentals_rows(rows: Iterable[Mapping[str, str | None]], *, first_line: int = 2) -> tuple[
-    list[FundamentalsRow], list[RowProblem]
-]:
+def parse_fundamentals_rows(
+    rows: Iterable[Mapping[str, str | None]], *, first_line: int = 2
+) -> tuple[list[FundamentalsRow], list[RowProblem]]:
     """Validate fundamentals snapshots. Blank ratios are allowed (not reported); a row with none is not."""
     accepted: list[FundamentalsRow] = []
     problems: list[RowProblem] = []
@@ -222,7 +226,10 @@ def parse_fundamentals_rows(rows: Iterable[Mapping[str, str | None]], *, first_l
         key = (snapshot.symbol, snapshot.as_of)
         if key in seen:
             problems.append(
-                RowProblem(line, f"duplicate as_of {snapshot.as_of} for {snapshot.symbol} (first on line {seen[key]})")
+                RowProblem(
+                    line,
+                    f"duplicate as_of {snapshot.as_of} for {snapshot.symbol} (first on line {seen[key]})",
+                )
             )
             continue
         seen[key] = line

@@ -147,6 +147,7 @@ class FeatureBundle(_Frozen):
     forecast: PriceForecast | None
     macro: list[MacroReading] = Field(default_factory=list)
     fallback: bool = Field(
-        default=False, description="True when the full path failed and the bundle was rebuilt from recent closes"
+        default=False,
+        description="True when the full path failed and the bundle was rebuilt from recent closes",
     )
     warnings: list[str] = Field(default_factory=list)

@@ -5,6 +5,6 @@ from trading.management.commands._import_base import ImportCommand
 
 
 class Command(ImportCommand):
-    help = "Import fundamentals from a CSV file. Every row is validated first; any problem means nothing is written."
+    help = "Import fundamentals snapshots from CSV. Rows are validated first; any problem writes nothing."
     importer = staticmethod(import_fundamentals)
     columns = "symbol,as_of,pe,pb,ev_ebitda,revenue_growth_pct,net_margin_pct[,source]"
