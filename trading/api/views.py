@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics
 from rest_framework.exceptions import NotFound
@@ -11,6 +10,7 @@ from rest_framework.views import APIView
 from trading import selectors, services
 from trading.api.serializers import AsOfInput, BarFilterInput, BarOutput, InstrumentOutput
 from trading.domain.features import NoPriceData
+from trading.domain.schemas import FeatureBundle
 from trading.models import DailyBar, Instrument
 
 SYMBOL = OpenApiParameter("symbol", str, OpenApiParameter.PATH, description="RELIANCE or NSE:RELIANCE")
@@ -52,7 +52,7 @@ class BarListApi(generics.ListAPIView):
 class FeatureBundleApi(APIView):
     @extend_schema(
         parameters=[SYMBOL, AsOfInput],
-        responses={200: OpenApiTypes.OBJECT},
+        responses={200: FeatureBundle},
         description=(
             "Stage 1's FeatureBundle (technical, news, sentiment, fundamentals, forecast, macro) computed "
             "strictly from data on or before `as_of`. `fallback` is true when the full path failed and the "

@@ -48,7 +48,7 @@ PIVOT_SPAN = 5
 LEVEL_LOOKBACK = 120
 
 # Rows are processed in chunks to bound the memory of the ~40 temporaries on a big universe.
-ROWS_PER_CHUNK = 128
+ROWS_PER_CHUNK = 1024
 
 PRICE_SERIES = (
     "rsi_14",
@@ -80,7 +80,7 @@ ALL_SERIES = PRICE_SERIES + LEVEL_SERIES + SESSION_SERIES
 # ``_nearest_above``). Every such key is below the key of +inf.
 _INFINITY_KEY = np.float64(np.inf).view(np.uint64)
 _NOT_FOUND = np.uint64(1 << 63)
-_NEAREST_ROWS = 16
+_NEAREST_ROWS = 64
 
 Combine = Callable[..., np.ndarray]
 
@@ -323,7 +323,8 @@ def _rsi(close: np.ndarray, window: int) -> np.ndarray:
     change[:, 0] = 0.0  # ta's first change is NaN, which it counts as neither gain nor loss
     np.subtract(close[:, 1:], close[:, :-1], out=change[:, 1:])
     gains = _ewm(np.maximum(change, 0.0), 1.0 / window)
-    losses = _ewm(np.maximum(np.negative(change), 0.0), 1.0 / window)
+    losses = np.maximum(np.negative(change, out=change), 0.0, out=change)
+    losses = _ewm(losses, 1.0 / window)
     with np.errstate(divide="ignore", invalid="ignore"):
         strength = gains / losses
         strength += 1.0
@@ -341,9 +342,10 @@ def _macd(bars: UniverseBars) -> tuple[np.ndarray, np.ndarray]:
     the line at that value before it makes the recursion arrive there unchanged.
     """
     close = bars.close
-    line = _ewm(close, 2.0 / (MACD_FAST + 1)) - _ewm(close, 2.0 / (MACD_SLOW + 1))
+    line = np.subtract(_ewm(close, 2.0 / (MACD_FAST + 1)), _ewm(close, 2.0 / (MACD_SLOW + 1)))
     start = bars.first + MACD_SLOW - 1
-    signal = _ewm(_hold_before(line, start, _value_at(line, start)), 2.0 / (MACD_SIGNAL + 1))
+    held = _hold_before(line.copy(), start, _value_at(line, start))
+    signal = _ewm(held, 2.0 / (MACD_SIGNAL + 1))
     return line, signal
 
 
@@ -368,9 +370,8 @@ def _true_ranges(bars: UniverseBars) -> np.ndarray:
     high, low, close = bars.high, bars.low, bars.close
     true_range = np.empty_like(close)
     true_range[:, 0] = high[:, 0] - low[:, 0]
-    top = np.maximum(high[:, 1:], close[:, :-1])
-    bottom = np.minimum(low[:, 1:], close[:, :-1])
-    np.subtract(top, bottom, out=true_range[:, 1:])
+    top = np.maximum(high[:, 1:], close[:, :-1], out=true_range[:, 1:])
+    np.subtract(top, np.minimum(low[:, 1:], close[:, :-1]), out=top)
     rows = np.flatnonzero(bars.first < bars.n_bars)
     columns = bars.first[rows]
     true_range[rows, columns] = high[rows, columns] - low[rows, columns]
@@ -403,18 +404,18 @@ def _ewm(values: np.ndarray, alpha: float) -> np.ndarray:
 
 
 def _hold_before(values: np.ndarray, start: np.ndarray, value: np.ndarray) -> np.ndarray:
-    """``values`` with each row's columns before ``start`` replaced by that row's ``value``.
+    """``values``, changed in place and returned, with each row's columns before ``start``
+    replaced by that row's ``value``.
 
     Feeding a constant into ``_ewm`` keeps it at that constant, so this starts the recursion at
     column ``start`` with ``value`` while still filtering every row in one call.
     """
-    held = values.copy()
     if start.size and np.all(start == start[0]):
-        held[:, : start[0]] = value[:, None]
-        return held
+        values[:, : start[0]] = value[:, None]
+        return values
     for row, column in enumerate(start):
-        held[row, :column] = value[row]
-    return held
+        values[row, :column] = value[row]
+    return values
 
 
 def _value_at(values: np.ndarray, column: np.ndarray) -> np.ndarray:
