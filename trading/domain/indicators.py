@@ -6,13 +6,16 @@ maths runs across all symbols together, so the cost is a fixed number of array p
 than a Python loop per symbol:
 
 - exponential recursions (EMA, MACD, RSI, ATR) go through ``scipy.signal.lfilter``, which
-  reproduces pandas' ``ewm(adjust=False)`` to the last bit;
+  performs the same multiply-adds as pandas' ``ewm(adjust=False)`` (bit for bit in our tests);
 - rolling sums and extremes use a doubling ladder (windows of 1, 2, 4, 8, ... bars, each the
   combination of two halves), which costs a few passes and, unlike a running cumulative sum,
   never adds thousands of prices together, so it loses no precision;
-- the Bollinger standard deviation is pandas' own rolling std: ``ta`` uses it, and its
-  online algorithm drifts from the exact value by up to ~3e-9 over 2,520 bars near 5,000,
-  which only the same algorithm can reproduce within 1e-9.
+- support and resistance come from a search over fixed windows of bars in exact integer
+  arithmetic on the prices' bit patterns (see ``_nearest_above``);
+- the Bollinger standard deviation is the square root of pandas' rolling variance, as in
+  ``ta``. An exact variance would be cheaper, but pandas' online algorithm drifts from the
+  exact value by up to ~3e-9 over 2,520 bars near 5,000, more than the 1e-9 we promise to
+  agree with ``ta``, and only the same algorithm reproduces that drift.
 
 The values equal the ``ta`` library (0.11.0, ``fillna=False``) once past warm-up, and are NaN
 during warm-up (ATR too, where ``ta`` returns 0). A row may start late and stop early (leading
@@ -47,8 +50,10 @@ VOLUME_WINDOW = 20
 PIVOT_SPAN = 5
 LEVEL_LOOKBACK = 120
 
-# Rows are processed in chunks to bound the memory of the ~40 temporaries on a big universe.
-ROWS_PER_CHUNK = 1024
+# Rows are processed in chunks: the maths makes a few hundred passes over ~40 temporaries, and
+# small temporaries stay in the CPU caches and are recycled by the allocator, while arrays of a
+# whole universe spill to main memory and cost fresh page faults on every call.
+ROWS_PER_CHUNK = 32
 
 PRICE_SERIES = (
     "rsi_14",
@@ -80,19 +85,15 @@ ALL_SERIES = PRICE_SERIES + LEVEL_SERIES + SESSION_SERIES
 # ``_nearest_above``). Every such key is below the key of +inf.
 _INFINITY_KEY = np.float64(np.inf).view(np.uint64)
 _NOT_FOUND = np.uint64(1 << 63)
-_NEAREST_ROWS = 64
 
 Combine = Callable[..., np.ndarray]
 
 
 @dataclass(frozen=True)
 class UniverseBars:
-    """Bars with each row's missing head and tail filled, plus where each row's history lies.
+    """A universe's bars, one row per symbol, and where each row's history lies.
 
-    Filling the head with the first valid bar (and the tail with the last) keeps every array
-    finite, so the vectorised recursions never meet a NaN. The filled head is chosen so that the
-    recursions reach the first valid bar in exactly the state ``ta`` starts in; warm-up masks
-    then blank every value that is not backed by enough real bars.
+    Rows keep their NaN head and tail; ``filled`` gives the arrays the maths runs on.
     """
 
     open: np.ndarray
@@ -123,6 +124,27 @@ class UniverseBars:
             last=self.last[start:stop],
         )
 
+    def filled(self) -> UniverseBars:
+        """These bars with each row's head filled with its first bar and its tail with its last.
+
+        Every array is then finite, so the vectorised recursions never meet a NaN, and a
+        constant head brings them to the first real bar in exactly the state ``ta`` starts in;
+        warm-up masks later blank whatever is not backed by enough real bars.
+        """
+        ragged = self.ragged_rows
+        if not ragged.size:
+            return self
+        arrays = [values.copy() for values in (self.open, self.high, self.low, self.close, self.volume)]
+        for row in ragged:
+            start, stop = self.first[row], self.last[row]
+            for values in arrays:
+                if stop < 0:
+                    values[row] = 1.0  # an empty row: any valid value, every output is blanked
+                else:
+                    values[row, :start] = values[row, start]
+                    values[row, stop + 1 :] = values[row, stop]
+        return UniverseBars(*arrays, first=self.first, last=self.last)
+
 
 def universe_indicators(
     open: np.ndarray,
@@ -149,8 +171,7 @@ def prepare_universe(
     close: np.ndarray,
     volume: np.ndarray,
 ) -> UniverseBars:
-    """Check the arrays, locate each row's history and fill the head and tail around it."""
-    names = ("open", "high", "low", "close", "volume")
+    """Check the arrays and locate each row's history. Raises ``ValueError`` on bad input."""
     arrays = [np.asarray(values, dtype=np.float64) for values in (open, high, low, close, volume)]
     shape = arrays[3].shape
     if len(shape) != 2:
@@ -162,24 +183,36 @@ def prepare_universe(
     any_close = has_close.any(axis=1)
     first = np.where(any_close, has_close.argmax(axis=1), n_bars)
     last = np.where(any_close, n_bars - 1 - has_close[:, ::-1].argmax(axis=1), -1)
-    ragged = np.flatnonzero((first > 0) | (last < n_bars - 1))
-    if ragged.size:
-        arrays = [_fill_outside_history(values, ragged, first, last) for values in arrays]
-    for name, values in zip(names, arrays, strict=True):
-        # One sum is far cheaper than an elementwise check and is non-finite exactly when some
-        # element is; only then do we pay to find the culprit for the message.
-        if values.size and not np.isfinite(values.sum()):
-            row = int(np.flatnonzero(~np.isfinite(values).all(axis=1))[0])
-            raise ValueError(
-                f"{name} has a missing or non-finite value inside the history of row {row}; "
-                "only leading and trailing gaps are allowed"
-            )
-    for name, values in zip(names[:4], arrays[:4], strict=True):
-        if values.size and values.min() <= 0:
-            raise ValueError(f"{name} prices must be positive")
-    if arrays[4].size and arrays[4].min() < 0:
-        raise ValueError("volume must not be negative")
-    return UniverseBars(*arrays, first=first, last=last)
+    bars = UniverseBars(*arrays, first=first, last=last)
+    for name, values in zip(("open", "high", "low", "close", "volume"), arrays, strict=True):
+        _check_history(bars, name, values)
+    return bars
+
+
+def _check_history(bars: UniverseBars, name: str, values: np.ndarray) -> None:
+    """Finite over each row's history, and positive (volume: non-negative)."""
+    if not values.size:
+        return
+    ragged = bars.ragged_rows
+    # Row sums and minima are single cheap passes that turn NaN for any missing value; rows
+    # with a NaN head or tail are then checked over their history alone.
+    finite = np.isfinite(values.sum(axis=1))
+    lowest = values.min(axis=1)
+    for row in ragged:
+        history = values[row, bars.first[row] : bars.last[row] + 1]
+        finite[row] = np.isfinite(history).all()
+        lowest[row] = history.min(initial=np.inf)
+    if not finite.all():
+        row = int(np.flatnonzero(~finite)[0])
+        raise ValueError(
+            f"{name} has a missing or non-finite value inside the history of row {row}; "
+            "only leading and trailing gaps are allowed"
+        )
+    if name == "volume":
+        if (lowest < 0).any():
+            raise ValueError(f"volume must not be negative (row {int(np.flatnonzero(lowest < 0)[0])})")
+    elif (lowest <= 0).any():
+        raise ValueError(f"{name} prices must be positive (row {int(np.flatnonzero(lowest <= 0)[0])})")
 
 
 def compute_series(bars: UniverseBars, names: tuple[str, ...] = ALL_SERIES) -> dict[str, np.ndarray]:
@@ -191,10 +224,10 @@ def compute_series(bars: UniverseBars, names: tuple[str, ...] = ALL_SERIES) -> d
     if bars.close.size == 0:
         return {name: np.full(bars.close.shape, np.nan) for name in names}
     if n_rows <= ROWS_PER_CHUNK:
-        return _chunk_series(bars, names)
+        return _chunk_series(bars.filled(), names)
     result = {name: np.empty(bars.close.shape) for name in names}
     for start in range(0, n_rows, ROWS_PER_CHUNK):
-        chunk_series = _chunk_series(bars.rows(start, start + ROWS_PER_CHUNK), names)
+        chunk_series = _chunk_series(bars.rows(start, start + ROWS_PER_CHUNK).filled(), names)
         for name in names:
             result[name][start : start + ROWS_PER_CHUNK] = chunk_series[name]
     return result
@@ -379,10 +412,12 @@ def _true_ranges(bars: UniverseBars) -> np.ndarray:
 
 
 def _rolling_std(bars: UniverseBars, window: int) -> np.ndarray:
-    """Population standard deviation of the last ``window`` closes, by pandas' rolling std.
+    """Population standard deviation of the last ``window`` closes, by pandas' rolling var.
 
-    The history is cut back out of the filled arrays so that pandas skips the missing head as
-    ``ta`` would, making every row equal ``ta`` on that row's own series.
+    This is what ``ta`` runs, and only the same online algorithm reproduces its rounding (see
+    the module docstring). The rows' missing head and tail are cut back out of the filled close
+    so that pandas skips them as ``ta`` would. Its square root, with the same clip at zero, is
+    pandas' std to the bit, without pandas' per-column overhead.
     """
     close = bars.close
     ragged = bars.ragged_rows
@@ -392,7 +427,8 @@ def _rolling_std(bars: UniverseBars, window: int) -> np.ndarray:
             close[row, : bars.first[row]] = np.nan
             close[row, bars.last[row] + 1 :] = np.nan
     frame = pd.DataFrame(close.T, copy=False)
-    return frame.rolling(window, min_periods=window).std(ddof=0).to_numpy().T
+    variance = frame.rolling(window, min_periods=window).var(ddof=0).to_numpy().T
+    return np.sqrt(np.maximum(variance, 0.0))
 
 
 def _ewm(values: np.ndarray, alpha: float) -> np.ndarray:
@@ -532,29 +568,17 @@ def _nearest_above(
     one subtraction and one minimum per window do the whole search exactly.
     """
     block = span + 1
+    n_bars = pivot_keys.shape[1]
     window_keys = _window_extreme(_ladder(pivot_keys, block, np.maximum), block, np.maximum)
+    nearest = np.full_like(threshold, np.iinfo(np.uint64).max)
     distance = np.empty_like(threshold)
-    delays = _window_delays(span, lookback)
-    # The ~40 passes below reread the same few arrays: a few rows at a time, they stay in the
-    # CPU's L2 cache.
-    for start in range(0, distance.shape[0], _NEAREST_ROWS):
-        rows = slice(start, start + _NEAREST_ROWS)
-        _nearest_in_rows(window_keys[rows], threshold[rows], distance[rows], delays)
-    return distance
-
-
-def _nearest_in_rows(
-    window_keys: np.ndarray, threshold: np.ndarray, nearest: np.ndarray, delays: list[int]
-) -> None:
-    n_bars = nearest.shape[1]
-    nearest.fill(np.iinfo(np.uint64).max)
-    distance = np.empty_like(nearest)
-    for delay in delays:
+    for delay in _window_delays(span, lookback):
         if delay >= n_bars:
             break
         width = n_bars - delay
         np.subtract(window_keys[:, :width], threshold[:, delay:], out=distance[:, :width])
         np.minimum(nearest[:, delay:], distance[:, :width], out=nearest[:, delay:])
+    return nearest
 
 
 def _window_delays(span: int, lookback: int) -> list[int]:
@@ -573,17 +597,3 @@ def _blank(values: np.ndarray, bars: UniverseBars, bars_needed: int, fill: float
     for row in bars.ragged_rows:
         values[row, : bars.first[row] + bars_needed - 1] = fill
         values[row, bars.last[row] + 1 :] = fill
-
-
-def _fill_outside_history(
-    values: np.ndarray, rows: np.ndarray, first: np.ndarray, last: np.ndarray
-) -> np.ndarray:
-    filled = values.copy()
-    for row in rows:
-        start, stop = first[row], last[row]
-        if stop < 0:
-            filled[row] = 1.0  # an empty row: any valid value will do, every output is blanked
-            continue
-        filled[row, :start] = filled[row, start]
-        filled[row, stop + 1 :] = filled[row, stop]
-    return filled

@@ -67,7 +67,7 @@ def technical_features(bars: pd.DataFrame) -> TechnicalFeatures:
 def _validated_columns(bars: pd.DataFrame) -> dict[str, np.ndarray]:
     if not isinstance(bars, pd.DataFrame):
         raise ValueError(f"bars must be a pandas DataFrame, got {type(bars).__name__}")
-    if bars.empty:
+    if len(bars) == 0:
         raise ValueError("bars is empty: need at least one bar")
     missing = [name for name in BAR_COLUMNS if name not in bars.columns]
     if missing:
