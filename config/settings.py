@@ -225,6 +225,34 @@ DESK = {
     "FEATURE_LOOKBACK_BARS": env_int("DESK_FEATURE_LOOKBACK_BARS", 400, minimum=210),
 }
 
+# --- Models (stages 2-7) -----------------------------------------------------------------------
+# Offline by default: the rules-based model needs no key and no network.
+LLM = {
+    "PROVIDER": env_str("LLM_PROVIDER", "offline"),
+    "DEFAULT_MODEL": env_str("LLM_DEFAULT_MODEL"),
+    "DEEP_MODEL": env_str("LLM_DEEP_MODEL"),
+    "ANTHROPIC_API_KEY": env_str("ANTHROPIC_API_KEY"),
+    "OPENAI_API_KEY": env_str("OPENAI_API_KEY"),
+    "OPENAI_BASE_URL": env_str("OPENAI_BASE_URL"),
+    "OLLAMA_HOST": env_str("OLLAMA_HOST"),
+    # Budgets stop further calls with a clear status once spent (0 = no limit).
+    "RUN_TOKEN_BUDGET": env_int("LLM_RUN_TOKEN_BUDGET", 400_000, minimum=0),
+    "DAILY_COST_BUDGET": env_float("LLM_DAILY_COST_BUDGET", 25.0, minimum=0.0),
+    # Makes the offline model wait like a networked one (benchmarks, demos of the live run page).
+    "OFFLINE_LATENCY_MS": env_float("LLM_OFFLINE_LATENCY_MS", 0.0, minimum=0.0),
+}
+# A run with no stage activity for this long is presumed lost with its worker and is queued again.
+STALE_RUN_MINUTES = env_int("DESK_STALE_RUN_MINUTES", 15, minimum=1)
+CELERY_BEAT_SCHEDULE = {
+    "requeue-stale-runs": {"task": "trading.requeue_stale_runs", "schedule": 300.0},
+}
+
+ACCOUNT = {
+    "NAME": "paper",
+    "CAPITAL": env_str("DESK_CAPITAL", "1000000"),
+    "DAILY_LOSS_CAP_PCT": env_float("DESK_DAILY_LOSS_CAP_PCT", 2.0, minimum=0.0),
+}
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

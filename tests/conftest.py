@@ -121,3 +121,13 @@ def instrument(db) -> Instrument:
 def instrument_with_bars(instrument) -> Instrument:
     make_bars(instrument, 320)
     return instrument
+
+
+@pytest.fixture(autouse=True)
+def _fresh_memory_index():
+    """The in-process memory index outlives a test's database rows; start each test empty."""
+    from agents.recording import memory_cache
+
+    memory_cache.reset()
+    yield
+    memory_cache.reset()

@@ -1,12 +1,15 @@
-"""A task executed by a real Celery worker process: the embedded file-system broker on a laptop,
+"""Tasks executed by a real Celery worker process: the embedded file-system broker on a laptop,
 Redis when REDIS_URL is set. Eager mode would prove nothing about serialisation, routing or the
 worker's own database connection."""
 
 from __future__ import annotations
 
+import datetime as dt
 import os
+import signal
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -14,8 +17,10 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from trading.models import FeatureSnapshot
-from trading.tasks import compute_feature_snapshot
+from agents.models import ModelCall
+from trading.models import FeatureSnapshot, PipelineRun, StageRun, Thesis
+from trading.pipeline import STAGES, pipeline_run_create, stale_runs_requeue
+from trading.tasks import compute_feature_snapshot, run_pipeline
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
@@ -31,52 +36,74 @@ def _database_url_of_test_db() -> str:
 
 
 @pytest.fixture
-def worker_queue():
-    queue = f"test-{uuid.uuid4().hex[:10]}"
-    env = {**os.environ, "DATABASE_URL": _database_url_of_test_db(), "PYTHONPATH": str(ROOT)}
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "config",
-            "worker",
-            "--queues",
-            queue,
-            "--concurrency",
-            "1",
-            "--pool",
-            "prefork",
-            "--without-gossip",
-            "--without-mingle",
-            "--loglevel",
-            "WARNING",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    yield queue, process
-    process.terminate()
-    try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+def start_worker():
+    processes: list[subprocess.Popen] = []
+
+    def start(queue: str, **extra_env: str) -> subprocess.Popen:
+        env = {**os.environ, "DATABASE_URL": _database_url_of_test_db(), "PYTHONPATH": str(ROOT), **extra_env}
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "config",
+                "worker",
+                "--queues",
+                queue,
+                "--concurrency",
+                "1",
+                "--pool",
+                "prefork",
+                "--without-gossip",
+                "--without-mingle",
+                "--loglevel",
+                "WARNING",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,  # its own process group, so a kill takes the pool children too
+        )
+        processes.append(process)
+        return process
+
+    yield start
+    for process in processes:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
 
 
-def test_a_real_worker_computes_and_stores_a_feature_snapshot(instrument_with_bars, worker_queue):
-    queue, process = worker_queue
+def _queue() -> str:
+    return f"test-{uuid.uuid4().hex[:10]}"
+
+
+def _wait_for(condition, *, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_a_real_worker_computes_and_stores_a_feature_snapshot(instrument_with_bars, start_worker):
+    queue = _queue()
+    process = start_worker(queue)
     as_of = instrument_with_bars.bars.order_by("-date").values_list("date", flat=True)[10]
 
     result = compute_feature_snapshot.apply_async((instrument_with_bars.pk, as_of.isoformat()), queue=queue)
     try:
         outcome = result.get(timeout=90)
     except Exception:
-        process.terminate()
+        os.killpg(process.pid, signal.SIGTERM)
         print(process.communicate(timeout=20)[0])
         raise
 
@@ -85,6 +112,39 @@ def test_a_real_worker_computes_and_stores_a_feature_snapshot(instrument_with_ba
     assert snapshot.as_of == as_of
     assert snapshot.bundle["technical"]["as_of"] == as_of.isoformat()
     assert snapshot.bundle["technical"]["rsi_14"] is not None
+
+
+def test_a_worker_killed_mid_run_is_resumed_without_duplicates(instrument_with_bars, start_worker):
+    queue = _queue()
+    first = start_worker(queue, LLM_OFFLINE_LATENCY_MS="400")
+    run = pipeline_run_create(
+        instrument=instrument_with_bars, as_of=instrument_with_bars.bars.latest("date").date, provider="offline"
+    )
+    run_pipeline.apply_async((run.pk,), queue=queue)
+    _wait_for(
+        lambda: StageRun.objects.filter(run=run, stage="analysts", status="done").exists(),
+        timeout=90,
+        what="the analysts stage",
+    )
+
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait(timeout=20)
+    run.refresh_from_db()
+    assert run.status == PipelineRun.Status.RUNNING
+    analyst_calls = ModelCall.objects.filter(run=run, role__in=["news", "technical", "sentiment"]).count()
+    notes = StageRun.objects.get(run=run, stage="analysts").output
+
+    start_worker(queue)
+    assert stale_runs_requeue(older_than=dt.timedelta(0), queue=queue) == [run.pk]
+    _wait_for(lambda: PipelineRun.objects.get(pk=run.pk).is_finished, timeout=90, what="the resumed run")
+
+    run.refresh_from_db()
+    assert run.status == PipelineRun.Status.COMPLETED, run.failure_reason
+    assert run.attempts == 2
+    assert StageRun.objects.filter(run=run).count() == len(STAGES)
+    assert StageRun.objects.get(run=run, stage="analysts").output == notes
+    assert ModelCall.objects.filter(run=run, role__in=["news", "technical", "sentiment"]).count() == analyst_calls
+    assert Thesis.objects.filter(run=run).count() == 1
 
 
 def test_the_broker_is_the_configured_one():

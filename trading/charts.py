@@ -27,10 +27,7 @@ def price_chart(bars: pd.DataFrame, *, symbol: str, show_last: int = 260) -> dic
     """Candlesticks with SMA 20/50/200 and Bollinger(20, 2). Indicators are computed on the whole
     frame (so the first visible bars are past warm-up) and only the last ``show_last`` are drawn."""
     series = universe_indicators(
-        *(
-            bars[column].to_numpy(dtype=float)[np.newaxis, :]
-            for column in ("open", "high", "low", "close", "volume")
-        )
+        *(bars[column].to_numpy(dtype=float)[np.newaxis, :] for column in ("open", "high", "low", "close", "volume"))
     )
     visible = slice(max(0, len(bars) - show_last), len(bars))
     dates = [pd.Timestamp(d).strftime("%Y-%m-%d") for d in bars.index[visible]]

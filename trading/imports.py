@@ -43,9 +43,7 @@ class ImportReport:
         return [f"{self.path}:{p.line}: {p.reason}" for p in sorted(self.problems, key=lambda p: p.line)]
 
     def skipped_lines(self) -> list[str]:
-        return [
-            f"{self.path}:{p.line}: skipped, {p.reason}" for p in sorted(self.skipped, key=lambda p: p.line)
-        ]
+        return [f"{self.path}:{p.line}: skipped, {p.reason}" for p in sorted(self.skipped, key=lambda p: p.line)]
 
     def summary(self) -> str:
         if self.problems:
@@ -97,9 +95,7 @@ def _resolve_symbols(
             for row in rows:
                 if symbol_of(row) == symbol:
                     report.problems.append(
-                        RowProblem(
-                            row.line, f"symbol {symbol} is listed on {exchanges}: write EXCHANGE:{symbol}"
-                        )
+                        RowProblem(row.line, f"symbol {symbol} is listed on {exchanges}: write EXCHANGE:{symbol}")
                     )
     for row in rows:
         symbol = symbol_of(row)
@@ -147,9 +143,7 @@ def import_bars(path: Path, *, dry_run: bool = False, actor_label: str = "import
     )
     for bar in bars:
         if (instruments[bar.symbol].pk, bar.date) in stored:
-            report.problems.append(
-                RowProblem(bar.line, f"duplicate date {bar.date} for {bar.symbol}: already stored")
-            )
+            report.problems.append(RowProblem(bar.line, f"duplicate date {bar.date} for {bar.symbol}: already stored"))
     report.accepted = len(bars)
 
     def write() -> int:
@@ -186,9 +180,7 @@ def import_news(path: Path, *, dry_run: bool = False, actor_label: str = "import
         return str(instruments[item.symbol]) if item.symbol else "*"
 
     hashes = {item.line: content_hash(item.headline, scope_key(item)) for item in items}
-    stored = set(
-        NewsItem.objects.filter(content_hash__in=hashes.values()).values_list("content_hash", flat=True)
-    )
+    stored = set(NewsItem.objects.filter(content_hash__in=hashes.values()).values_list("content_hash", flat=True))
     first_line: dict[str, int] = {}
     fresh = []
     for item in items:
@@ -219,9 +211,7 @@ def import_news(path: Path, *, dry_run: bool = False, actor_label: str = "import
     return _finish(report, write, {}, actor_label)
 
 
-def import_fundamentals(
-    path: Path, *, dry_run: bool = False, actor_label: str = "import_fundamentals"
-) -> ImportReport:
+def import_fundamentals(path: Path, *, dry_run: bool = False, actor_label: str = "import_fundamentals") -> ImportReport:
     report = ImportReport(path=str(path), kind="fundamentals", dry_run=dry_run)
     raw = _read_rows(path, market_csv.FUNDAMENTAL_COLUMNS, report)
     if raw is None:
@@ -237,9 +227,7 @@ def import_fundamentals(
     for snapshot in snapshots:
         if (instruments[snapshot.symbol].pk, snapshot.as_of) in stored:
             report.problems.append(
-                RowProblem(
-                    snapshot.line, f"duplicate as_of {snapshot.as_of} for {snapshot.symbol}: already stored"
-                )
+                RowProblem(snapshot.line, f"duplicate as_of {snapshot.as_of} for {snapshot.symbol}: already stored")
             )
     report.accepted = len(snapshots)
 

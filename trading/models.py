@@ -54,9 +54,7 @@ class DailyBar(models.Model):
             models.CheckConstraint(
                 condition=Q(close__gte=F("low"), close__lte=F("high")), name="bar_close_within_range"
             ),
-            models.CheckConstraint(
-                condition=Q(open__gte=F("low"), open__lte=F("high")), name="bar_open_within_range"
-            ),
+            models.CheckConstraint(condition=Q(open__gte=F("low"), open__lte=F("high")), name="bar_open_within_range"),
             models.CheckConstraint(condition=Q(volume__gt=0), name="bar_volume_positive"),
         ]
 
@@ -67,9 +65,7 @@ class DailyBar(models.Model):
 class NewsItem(models.Model):
     """A headline, tied to one instrument or market-wide (instrument is null)."""
 
-    instrument = models.ForeignKey(
-        Instrument, on_delete=models.CASCADE, related_name="news", null=True, blank=True
-    )
+    instrument = models.ForeignKey(Instrument, on_delete=models.CASCADE, related_name="news", null=True, blank=True)
     headline = models.CharField(max_length=500)
     source = models.CharField(max_length=100)
     published_at = models.DateTimeField(db_index=True)
@@ -114,9 +110,7 @@ class FundamentalsSnapshot(models.Model):
 
     class Meta:
         ordering = ["instrument", "as_of"]
-        constraints = [
-            models.UniqueConstraint(fields=["instrument", "as_of"], name="fundamentals_unique_per_day")
-        ]
+        constraints = [models.UniqueConstraint(fields=["instrument", "as_of"], name="fundamentals_unique_per_day")]
 
     def __str__(self) -> str:
         return f"{self.instrument_id}@{self.as_of}"
@@ -133,9 +127,7 @@ class FeatureSnapshot(models.Model):
 
     class Meta:
         ordering = ["instrument", "-as_of"]
-        constraints = [
-            models.UniqueConstraint(fields=["instrument", "as_of"], name="feature_snapshot_unique_per_day")
-        ]
+        constraints = [models.UniqueConstraint(fields=["instrument", "as_of"], name="feature_snapshot_unique_per_day")]
 
     def __str__(self) -> str:
         return f"features {self.instrument_id}@{self.as_of}"
@@ -175,3 +167,119 @@ class DeskPermission(models.Model):
 
     def __str__(self) -> str:
         return "desk permissions"
+
+
+class Account(models.Model):
+    """The paper account the risk engine sizes against. Positions arrive with the broker (issue 4)."""
+
+    name = models.CharField(max_length=64, unique=True)
+    currency = models.CharField(max_length=3, default="INR")
+    capital = models.DecimalField(max_digits=18, decimal_places=2)
+    cash = models.DecimalField(max_digits=18, decimal_places=2)
+    risk_per_trade_pct = models.DecimalField(max_digits=6, decimal_places=3, default=Decimal("1.000"))
+    daily_loss_cap = models.DecimalField(max_digits=18, decimal_places=2)
+    max_notional_pct = models.DecimalField(max_digits=6, decimal_places=2, default=Decimal("20.00"))
+    max_positions = models.PositiveIntegerField(default=5)
+    exposure_cap_pct = models.DecimalField(max_digits=6, decimal_places=2, default=Decimal("100.00"))
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(capital__gt=0), name="account_capital_positive"),
+            models.CheckConstraint(condition=Q(risk_per_trade_pct__gt=0), name="account_risk_pct_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class PipelineRun(models.Model):
+    """One instrument on one as-of date through stages 1-7. Each stage is persisted before the next."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        COMPLETED = "completed"
+        DEGRADED = "degraded"
+        FAILED = "failed"
+
+    instrument = models.ForeignKey(Instrument, on_delete=models.PROTECT, related_name="runs")
+    as_of = models.DateField()
+    provider = models.CharField(max_length=32)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    failure_reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["instrument", "as_of"], name="run_by_instrument_day")]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} {self.instrument_id}@{self.as_of}"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in {self.Status.COMPLETED, self.Status.DEGRADED, self.Status.FAILED}
+
+
+class StageRun(models.Model):
+    """The persisted output of one stage of one run. Unique per (run, stage): a resumed run reads
+    a finished stage back instead of running it again, so nothing is ever produced twice."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    run = models.ForeignKey(PipelineRun, on_delete=models.CASCADE, related_name="stages")
+    stage = models.CharField(max_length=16)
+    position = models.PositiveSmallIntegerField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
+    started_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    output = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["run", "position"]
+        constraints = [models.UniqueConstraint(fields=["run", "stage"], name="stage_once_per_run")]
+
+    def __str__(self) -> str:
+        return f"{self.run_id}:{self.stage}={self.status}"
+
+
+class Thesis(models.Model):
+    """The trader's thesis after anchoring, validation and the risk engine: what a person approves."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        REJECTED_BY_RISK = "risk_rejected"
+
+    run = models.OneToOneField(PipelineRun, on_delete=models.CASCADE, related_name="thesis")
+    instrument = models.ForeignKey(Instrument, on_delete=models.PROTECT, related_name="theses")
+    direction = models.CharField(max_length=5)
+    conviction = models.DecimalField(max_digits=5, decimal_places=4)
+    entry = models.DecimalField(**PRICE)
+    stop = models.DecimalField(**PRICE)
+    target = models.DecimalField(**PRICE)
+    horizon_sessions = models.PositiveIntegerField()
+    quantity = models.PositiveIntegerField(default=0)
+    risk_amount = models.DecimalField(max_digits=18, decimal_places=2, default=Decimal("0"))
+    notional = models.DecimalField(max_digits=18, decimal_places=2, default=Decimal("0"))
+    risk_approved = models.BooleanField(default=False)
+    risk_checks = models.JSONField(default=list)
+    payload = models.JSONField(help_text="the TradeThesis as validated")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING, db_index=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name_plural = "theses"
+
+    def __str__(self) -> str:
+        return f"{self.direction} {self.instrument_id} ({self.conviction})"

@@ -83,9 +83,7 @@ def technical_sections(t: TechnicalFeatures) -> list[tuple[str, list[Row]]]:
                 ),
                 Row(
                     "Resistance",
-                    f"{_num(t.resistance)} ({_pct(t.resistance_distance_pct)} away)"
-                    if t.resistance
-                    else NOT_ENOUGH,
+                    f"{_num(t.resistance)} ({_pct(t.resistance_distance_pct)} away)" if t.resistance else NOT_ENOUGH,
                 ),
             ],
         ),
@@ -94,3 +92,93 @@ def technical_sections(t: TechnicalFeatures) -> list[tuple[str, list[Row]]]:
 
 def bundle_context(bundle: FeatureBundle) -> dict:
     return {"technical_sections": technical_sections(bundle.technical)}
+
+
+ANALYST_ORDER = ("news", "sentiment", "technical", "fundamental")
+
+
+def run_outputs(run) -> dict[str, dict]:
+    return {stage.stage: stage.output for stage in run.stages.all() if stage.status == "done"}
+
+
+def _note_line(role: str, note: dict | None, failure: str | None) -> str:
+    if failure:
+        return f"  {role:<12} FAILED  {failure}"
+    if note is None:
+        return f"  {role:<12} —"
+    tag = " (abstained)" if note.get("abstained") else ""
+    return f"  {role:<12} stance {note['stance']:+.2f}  confidence {note['confidence']:.2f}{tag}  {note['summary']}"
+
+
+def run_summary_lines(run, totals: dict) -> list[str]:
+    """The plain-text summary printed by ``manage.py run_pipeline``."""
+    outputs = run_outputs(run)
+    lines = [f"Run {run.pk}: {run.instrument.symbol} as of {run.as_of} via {run.provider} → {run.status.upper()}"]
+    if run.failure_reason:
+        lines.append(f"  reason: {run.failure_reason}")
+    lines.append("Stages: " + ", ".join(f"{s.stage}={s.status}" for s in run.stages.all()))
+    analysts = outputs.get("analysts")
+    if analysts:
+        lines.append("Analysts:")
+        for role in ANALYST_ORDER:
+            lines.append(_note_line(role, analysts["notes"].get(role), analysts["failures"].get(role)))
+    debate = outputs.get("debate")
+    if debate:
+        result, cal = debate["result"], debate["calibration"]
+        lines.append(
+            f"Debate: {result['winner']} conviction {result['conviction']:.2f} "
+            f"(proposed {cal['proposed']:.2f}, {cal['opposing']}/{cal['side_taking']} side-taking analysts opposed)"
+        )
+        lines.append(f"  rationale: {result['manager_rationale']}")
+    trader = outputs.get("trader")
+    if trader:
+        t = trader["thesis"]
+        lines.append(
+            f"Thesis: {t['direction']} entry {t['entry']:.2f} stop {t['stop']:.2f} target {t['target']:.2f} "
+            f"horizon {t['horizon_sessions']} sessions (levels: {t['levels_source']})"
+        )
+    risk = outputs.get("risk")
+    if risk:
+        decision = risk["decision"]
+        verdict = "APPROVED" if decision["approved"] else "REJECTED"
+        lines.append(
+            f"Risk: {verdict} quantity {decision['quantity']} risk {decision['risk_amount']} "
+            f"notional {decision['notional']}"
+        )
+        for check in decision["checks"]:
+            lines.append(f"  {'✓' if check['passed'] else '✗'} {check['name']}: {check['detail']}")
+    lines.append(
+        f"Model calls: {totals['calls']}, tokens in/out {totals['input_tokens']:,}/{totals['output_tokens']:,}, "
+        f"cost {totals['cost']}"
+    )
+    return lines
+
+
+def run_context(run, totals: dict) -> dict:
+    """Everything the run page shows, read from the stored stage outputs."""
+    outputs = run_outputs(run)
+    stages = {s.stage: s for s in run.stages.all()}
+    analysts = outputs.get("analysts", {})
+    notes = []
+    for role in ANALYST_ORDER:
+        note = analysts.get("notes", {}).get(role)
+        notes.append(
+            {
+                "role": role,
+                "note": note,
+                "failure": analysts.get("failures", {}).get(role),
+                "stance_pct": None if note is None else round((note["stance"] + 1) * 50, 1),
+            }
+        )
+    from trading.pipeline import STAGES
+
+    return {
+        "stage_rows": [(name, stages.get(name)) for name in STAGES],
+        "notes": notes if analysts else [],
+        "quorum": analysts.get("quorum"),
+        "memory_block": outputs.get("context", {}).get("memory_block", ""),
+        "debate": outputs.get("debate"),
+        "trader": outputs.get("trader"),
+        "risk": outputs.get("risk", {}).get("decision"),
+        "totals": totals,
+    }

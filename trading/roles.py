@@ -20,9 +20,7 @@ _READ_APPS = ("trading", "agents", "reviews", "research")
 
 
 def _read_permissions() -> list[Permission]:
-    return list(
-        Permission.objects.filter(content_type__app_label__in=_READ_APPS, codename__startswith="view_")
-    )
+    return list(Permission.objects.filter(content_type__app_label__in=_READ_APPS, codename__startswith="view_"))
 
 
 def _desk_permissions(*codenames: str) -> list[Permission]:

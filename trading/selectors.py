@@ -31,9 +31,7 @@ def instrument_by_symbol(symbol: str) -> Instrument:
     return get_object_or_404(queryset.order_by("exchange")[:1])
 
 
-def bars_frame(
-    instrument: Instrument, *, as_of: dt.date | None = None, limit: int | None = None
-) -> pd.DataFrame:
+def bars_frame(instrument: Instrument, *, as_of: dt.date | None = None, limit: int | None = None) -> pd.DataFrame:
     """Bars on or before ``as_of`` (the last ``limit`` of them), oldest first, as floats."""
     queryset = DailyBar.objects.filter(instrument=instrument)
     if as_of is not None:
@@ -75,11 +73,7 @@ def _as_float(value: Decimal | None) -> float | None:
 
 
 def fundamentals_input(instrument: Instrument, *, as_of: dt.date) -> FundamentalsInput | None:
-    snapshot = (
-        FundamentalsSnapshot.objects.filter(instrument=instrument, as_of__lte=as_of)
-        .order_by("-as_of")
-        .first()
-    )
+    snapshot = FundamentalsSnapshot.objects.filter(instrument=instrument, as_of__lte=as_of).order_by("-as_of").first()
     if snapshot is None:
         return None
     return FundamentalsInput(
@@ -96,16 +90,11 @@ def fundamentals_input(instrument: Instrument, *, as_of: dt.date) -> Fundamental
 def macro_readings(*, as_of: dt.date, limit: int = 5) -> list[MacroReading]:
     """The latest reading of each macro series on or before ``as_of`` with its change since the one before."""
     latest_dates = (
-        MacroIndicator.objects.filter(date__lte=as_of)
-        .values("code")
-        .annotate(last=Max("date"))
-        .order_by("code")
+        MacroIndicator.objects.filter(date__lte=as_of).values("code").annotate(last=Max("date")).order_by("code")
     )[:limit]
     readings = []
     for row in latest_dates:
-        last_two = list(
-            MacroIndicator.objects.filter(code=row["code"], date__lte=row["last"]).order_by("-date")[:2]
-        )
+        last_two = list(MacroIndicator.objects.filter(code=row["code"], date__lte=row["last"]).order_by("-date")[:2])
         current = last_two[0]
         previous = last_two[1] if len(last_two) > 1 else None
         readings.append(

@@ -3,11 +3,14 @@ from __future__ import annotations
 import datetime as dt
 
 from celery import shared_task
+from django.conf import settings
+from django.db import OperationalError
 
 from trading import services
 from trading.domain.features import NoPriceData
 from trading.events import DeskEvent, publish
 from trading.models import Instrument
+from trading.pipeline import pipeline_run_execute, stale_runs_requeue
 
 
 @shared_task(name="trading.compute_feature_snapshot")
@@ -31,3 +34,24 @@ def compute_feature_snapshot(instrument_id: int, as_of: str) -> dict:
     }
     publish(DeskEvent(kind="features.computed", data=result))
     return result
+
+
+@shared_task(
+    name="trading.run_pipeline",
+    autoretry_for=(OperationalError,),
+    retry_backoff=5,
+    retry_backoff_max=120,
+    max_retries=5,
+)
+def run_pipeline(run_id: int) -> dict:
+    """Run or resume one pipeline run. Safe to deliver twice: finished stages are read back and a
+    finished run is left alone."""
+    run = pipeline_run_execute(run_id)
+    if run is None:
+        return {"status": "gone", "run_id": run_id}
+    return {"status": run.status, "run_id": run_id, "reason": run.failure_reason}
+
+
+@shared_task(name="trading.requeue_stale_runs")
+def requeue_stale_runs() -> list[int]:
+    return stale_runs_requeue(older_than=dt.timedelta(minutes=settings.STALE_RUN_MINUTES))

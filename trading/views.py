@@ -3,11 +3,18 @@ from __future__ import annotations
 import datetime as dt
 
 from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import permission_required
+from django.db.models import Max, Sum
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
 
 from trading import charts, presenters, selectors, services
 from trading.domain.features import NoPriceData
+from trading.models import DailyBar, Instrument, PipelineRun
+from trading.pipeline import PROVIDERS, run_totals
+from trading.runs import pipeline_runs_start
 
 
 def dashboard(request: HttpRequest) -> HttpResponse:
@@ -35,9 +42,7 @@ def instrument_detail(request: HttpRequest, symbol: str) -> HttpResponse:
         except NoPriceData:
             problem = f"No bars on or before {as_of:%d %b %Y}; the first bar is on {first:%d %b %Y}."
         else:
-            bars = selectors.bars_frame(
-                instrument, as_of=as_of, limit=settings.DESK["FEATURE_LOOKBACK_BARS"] + 260
-            )
+            bars = selectors.bars_frame(instrument, as_of=as_of, limit=settings.DESK["FEATURE_LOOKBACK_BARS"] + 260)
             chart = charts.price_chart(bars, symbol=instrument.symbol)
     return render(
         request,
@@ -53,3 +58,60 @@ def instrument_detail(request: HttpRequest, symbol: str) -> HttpResponse:
             **(presenters.bundle_context(bundle) if bundle else {}),
         },
     )
+
+
+def _start_form_context(request: HttpRequest) -> dict:
+    return {
+        "instruments": Instrument.objects.filter(is_active=True).order_by("symbol"),
+        "providers": PROVIDERS,
+        "default_provider": settings.LLM["PROVIDER"],
+        "can_start": request.user.has_perm("trading.start_run"),
+    }
+
+
+def run_list(request: HttpRequest) -> HttpResponse:
+    runs = (
+        PipelineRun.objects.select_related("instrument", "thesis")
+        .annotate(
+            tokens=Sum("model_calls__input_tokens") + Sum("model_calls__output_tokens"), cost=Sum("model_calls__cost")
+        )
+        .order_by("-created_at", "-id")[:100]
+    )
+    return render(request, "trading/runs.html", {"runs": runs, **_start_form_context(request)})
+
+
+@require_POST
+@permission_required("trading.start_run", raise_exception=True)
+def run_start(request: HttpRequest) -> HttpResponse:
+    symbols = request.POST.getlist("symbols")
+    provider = request.POST.get("provider", settings.LLM["PROVIDER"])
+    instruments = list(Instrument.objects.filter(symbol__in=symbols, is_active=True))
+    as_of_text = request.POST.get("as_of", "").strip()
+    problems = []
+    if not instruments:
+        problems.append("Choose at least one instrument.")
+    if provider not in PROVIDERS:
+        problems.append(f"Unknown provider {provider!r}.")
+    try:
+        as_of = dt.date.fromisoformat(as_of_text) if as_of_text else None
+    except ValueError:
+        problems.append(f"“{as_of_text}” is not a date (YYYY-MM-DD).")
+        as_of = None
+    if problems:
+        for problem in problems:
+            messages.error(request, problem)
+        return redirect("run_list")
+    if as_of is None:
+        as_of = DailyBar.objects.filter(instrument__in=instruments).aggregate(last=Max("date"))["last"]
+    runs = pipeline_runs_start(instruments=instruments, as_of=as_of, provider=provider, user=request.user)
+    messages.success(request, f"Queued {len(runs)} run(s) as of {as_of:%d %b %Y} with the {provider} model.")
+    if len(runs) == 1:
+        return redirect("run_detail", run_id=runs[0].pk)
+    return redirect("run_list")
+
+
+def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = get_object_or_404(PipelineRun.objects.select_related("instrument"), pk=run_id)
+    context = {"run": run, **presenters.run_context(run, run_totals(run))}
+    template = "trading/_run_body.html" if request.GET.get("fragment") else "trading/run.html"
+    return render(request, template, context)

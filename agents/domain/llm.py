@@ -130,7 +130,10 @@ def parse_reply(text: str, schema: type[T]) -> T:
         body = body.strip("`")
         body = body.split("\n", 1)[1] if "\n" in body else body
         body = body.removesuffix("```").strip()
-    data = json.loads(body)
+    try:
+        data = json.loads(body)
+    except RecursionError:
+        raise ValueError("the reply nests too deeply to be a schema object") from None
     if not isinstance(data, dict):
         raise ValueError("the reply is not a JSON object")
     return schema.model_validate(data)
@@ -257,3 +260,19 @@ def _reply_record(request: ModelRequest, reply: ModelReply, *, ok: bool, error: 
         error=error,
         attempt=attempt,
     )
+
+
+class LatencyClient:
+    """Wraps a client and waits ``latency_ms`` before each call: makes the offline model behave like
+    a networked one, for benchmarks of the orchestration and for demos of the live run page."""
+
+    def __init__(self, inner: LLMClient, latency_ms: float, *, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.inner = inner
+        self.provider = inner.provider
+        self.latency_ms = latency_ms
+        self._sleep = sleep
+
+    def complete(self, request: ModelRequest, *, model: str) -> ModelReply:
+        self._sleep(self.latency_ms / 1000)
+        reply = self.inner.complete(request, model=model)
+        return reply.model_copy(update={"latency_ms": reply.latency_ms + self.latency_ms})

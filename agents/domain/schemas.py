@@ -21,7 +21,8 @@ Point = Annotated[str, Field(min_length=1, max_length=400)]
 
 
 class _Output(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # NaN or Infinity in a model's reply is garbage, never a number to act on.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class AnalystNote(_Output):

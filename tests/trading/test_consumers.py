@@ -32,9 +32,7 @@ def test_a_logged_in_viewer_receives_published_desk_events(viewer):
     cookie = _session_cookie(viewer)
 
     async def scenario():
-        communicator = WebsocketCommunicator(
-            application, "/ws/events/", headers=[ORIGIN, (b"cookie", cookie)]
-        )
+        communicator = WebsocketCommunicator(application, "/ws/events/", headers=[ORIGIN, (b"cookie", cookie)])
         connected, _ = await communicator.connect()
         assert connected
         await sync_to_async(publish)(DeskEvent(kind="features.computed", data={"symbol": "RELIANCE"}))

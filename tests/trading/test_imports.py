@@ -104,9 +104,7 @@ def test_it_refuses_a_bar_already_stored(universe, tmp_path):
 
 
 def test_it_reports_every_problem_with_its_line(universe, tmp_path):
-    text = (
-        HEADER + "RELIANCE,2025-01-01,100,105,99,104,1000\nRELIANCE,bad,1,1,1,1,1\nFOO,2025-01-01,1,1,1,1,1\n"
-    )
+    text = HEADER + "RELIANCE,2025-01-01,100,105,99,104,1000\nRELIANCE,bad,1,1,1,1,1\nFOO,2025-01-01,1,1,1,1,1\n"
 
     report = import_bars(write(tmp_path, text))
 
@@ -131,9 +129,7 @@ def test_an_exchange_qualified_symbol_picks_that_listing(universe, tmp_path):
     Instrument.objects.create(symbol="RELIANCE", exchange="BSE", name="Reliance Industries")
 
     ambiguous = import_bars(write(tmp_path, HEADER + "RELIANCE,2025-01-01,100,105,99,104,1000\n", "a.csv"))
-    qualified = import_bars(
-        write(tmp_path, HEADER + "BSE:RELIANCE,2025-01-01,100,105,99,104,1000\n", "b.csv")
-    )
+    qualified = import_bars(write(tmp_path, HEADER + "BSE:RELIANCE,2025-01-01,100,105,99,104,1000\n", "b.csv"))
 
     assert "listed on BSE, NSE: write EXCHANGE:RELIANCE" in ambiguous.problem_lines()[0]
     assert qualified.ok
@@ -207,9 +203,7 @@ def test_a_naive_news_time_is_read_in_the_desk_time_zone(universe, tmp_path):
     ],
 )
 def test_it_refuses_bad_news_rows_and_writes_nothing(universe, tmp_path, row, reason):
-    report = import_news(
-        write(tmp_path, NEWS_HEADER + "RELIANCE,Fine headline,Wire,2025-01-02T10:00:00\n" + row)
-    )
+    report = import_news(write(tmp_path, NEWS_HEADER + "RELIANCE,Fine headline,Wire,2025-01-02T10:00:00\n" + row))
 
     assert reason in report.problem_lines()[0]
     assert NewsItem.objects.count() == 0
@@ -219,9 +213,7 @@ FUND_HEADER = "symbol,as_of,pe,pb,ev_ebitda,revenue_growth_pct,net_margin_pct,so
 
 
 def test_it_imports_fundamentals_with_blank_ratios(universe, tmp_path):
-    report = import_fundamentals(
-        write(tmp_path, FUND_HEADER + "RELIANCE,2025-01-01,24.5,2.1,,8.2,9.9,Filing\n")
-    )
+    report = import_fundamentals(write(tmp_path, FUND_HEADER + "RELIANCE,2025-01-01,24.5,2.1,,8.2,9.9,Filing\n"))
 
     assert report.ok
     snapshot = FundamentalsSnapshot.objects.get()

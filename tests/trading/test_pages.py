@@ -32,13 +32,9 @@ def test_the_dashboard_shows_last_close_and_change(client, viewer, instrument_wi
     assert f"{change:.2f}%" in body
 
 
-def test_the_dashboard_reads_a_large_universe_in_constant_queries(
-    client, viewer, django_assert_max_num_queries
-):
+def test_the_dashboard_reads_a_large_universe_in_constant_queries(client, viewer, django_assert_max_num_queries):
     client.force_login(viewer)
-    Instrument.objects.bulk_create(
-        Instrument(symbol=f"SYM{i}", exchange="NSE", name=f"Company {i}") for i in range(60)
-    )
+    Instrument.objects.bulk_create(Instrument(symbol=f"SYM{i}", exchange="NSE", name=f"Company {i}") for i in range(60))
     with django_assert_max_num_queries(6):
         assert client.get(reverse("dashboard")).status_code == 200
 

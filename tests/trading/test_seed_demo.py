@@ -16,9 +16,7 @@ def test_the_demo_universe_is_a_believable_market(db):
     assert report.seeded and report.instruments == 12
     assert (report.last_date - report.first_date).days >= 3 * 365
     instruments = list(Instrument.objects.all())
-    assert all(
-        i.exchange == "NSE" and i.currency == "INR" and str(i.tick_size) == "0.0500" for i in instruments
-    )
+    assert all(i.exchange == "NSE" and i.currency == "INR" and str(i.tick_size) == "0.0500" for i in instruments)
     assert {"RELIANCE", "TCS", "HDFCBANK", "INFY"} <= {i.symbol for i in instruments}
     per_instrument = Counter(DailyBar.objects.values_list("instrument__symbol", flat=True))
     assert min(per_instrument.values()) >= 750
@@ -53,6 +51,4 @@ def test_seeding_twice_changes_nothing_and_reset_reloads_the_same_market(db, cap
     assert DailyBar.objects.count() == len(bars)
 
     call_command("seed_demo", "--reset")
-    assert (
-        list(DailyBar.objects.order_by("instrument__symbol", "date").values_list("close", flat=True)) == bars
-    )
+    assert list(DailyBar.objects.order_by("instrument__symbol", "date").values_list("close", flat=True)) == bars

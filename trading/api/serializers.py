@@ -32,3 +32,38 @@ class AsOfInput(serializers.Serializer):
     as_of = serializers.DateField(
         required=False, help_text="the bundle as of this date (YYYY-MM-DD); the latest bar when omitted"
     )
+
+
+class StageOutput(serializers.Serializer):
+    stage = serializers.CharField()
+    status = serializers.CharField()
+    started_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+    error = serializers.CharField()
+    output = serializers.JSONField()
+
+
+class RunOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    symbol = serializers.CharField(source="instrument.symbol")
+    as_of = serializers.DateField()
+    provider = serializers.CharField()
+    status = serializers.CharField()
+    failure_reason = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+    stages = StageOutput(many=True, required=False)
+    totals = serializers.DictField(required=False)
+
+
+class RunStartInput(serializers.Serializer):
+    symbols = serializers.ListField(child=serializers.CharField(), min_length=1, max_length=500)
+    as_of = serializers.DateField(required=False)
+    provider = serializers.ChoiceField(choices=())
+
+    def __init__(self, *args, **kwargs):
+        from trading.pipeline import PROVIDERS
+
+        super().__init__(*args, **kwargs)
+        self.fields["provider"].choices = PROVIDERS
+        self.fields["provider"].required = False

@@ -1,17 +1,30 @@
 from __future__ import annotations
 
+from django.conf import settings
+from django.db.models import Max
+from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics
-from rest_framework.exceptions import NotFound
+from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from trading import selectors, services
-from trading.api.serializers import AsOfInput, BarFilterInput, BarOutput, InstrumentOutput
+from trading.api.serializers import (
+    AsOfInput,
+    BarFilterInput,
+    BarOutput,
+    InstrumentOutput,
+    RunOutput,
+    RunStartInput,
+    StageOutput,
+)
 from trading.domain.features import NoPriceData
 from trading.domain.schemas import FeatureBundle
-from trading.models import DailyBar, Instrument
+from trading.models import DailyBar, Instrument, PipelineRun
+from trading.pipeline import run_totals
+from trading.runs import pipeline_runs_start
 
 SYMBOL = OpenApiParameter("symbol", str, OpenApiParameter.PATH, description="RELIANCE or NSE:RELIANCE")
 
@@ -71,3 +84,62 @@ class FeatureBundleApi(APIView):
         except NoPriceData as error:
             raise NotFound(str(error)) from None
         return Response(bundle.model_dump(mode="json"))
+
+
+class RunListApi(APIView):
+    """List recent runs, or start runs (needs the start_run permission)."""
+
+    @extend_schema(responses={200: RunOutput(many=True)})
+    def get(self, request: Request) -> Response:
+        runs = PipelineRun.objects.select_related("instrument").order_by("-created_at", "-id")
+        page = self.paginator.paginate_queryset(runs, request, view=self)
+        data = RunOutput([r for r in page], many=True, context={"request": request}).data
+        for item in data:
+            item.pop("stages", None)
+            item.pop("totals", None)
+        return self.paginator.get_paginated_response(data)
+
+    @extend_schema(request=RunStartInput, responses={202: RunOutput(many=True)})
+    def post(self, request: Request) -> Response:
+        if not request.user.has_perm("trading.start_run"):
+            raise PermissionDenied("starting runs needs the approver or admin role")
+        params = RunStartInput(data=request.data)
+        params.is_valid(raise_exception=True)
+        symbols = [s.upper() for s in params.validated_data["symbols"]]
+        instruments = list(Instrument.objects.filter(symbol__in=symbols, is_active=True))
+        unknown = sorted(set(symbols) - {i.symbol for i in instruments})
+        if unknown:
+            raise ValidationError({"symbols": [f"unknown or inactive: {', '.join(unknown)}"]})
+        as_of = (
+            params.validated_data.get("as_of")
+            or DailyBar.objects.filter(instrument__in=instruments).aggregate(last=Max("date"))["last"]
+        )
+        runs = pipeline_runs_start(
+            instruments=instruments,
+            as_of=as_of,
+            provider=params.validated_data.get("provider") or settings.LLM["PROVIDER"],
+            user=request.user,
+        )
+        data = RunOutput(runs, many=True).data
+        for item in data:
+            item.pop("stages", None)
+            item.pop("totals", None)
+        return Response(data, status=202)
+
+    @property
+    def paginator(self):
+        if not hasattr(self, "_paginator"):
+            from rest_framework.pagination import PageNumberPagination
+
+            self._paginator = PageNumberPagination()
+        return self._paginator
+
+
+class RunDetailApi(APIView):
+    @extend_schema(responses={200: RunOutput})
+    def get(self, request: Request, run_id: int) -> Response:
+        run = get_object_or_404(PipelineRun.objects.select_related("instrument"), pk=run_id)
+        data = RunOutput(run).data
+        data["stages"] = StageOutput(run.stages.all(), many=True).data
+        data["totals"] = {k: str(v) for k, v in run_totals(run).items()}
+        return Response(data)

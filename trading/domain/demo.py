@@ -163,27 +163,97 @@ class _Profile:
 
 
 _UNIVERSE: tuple[_Profile, ...] = (
-    _Profile("RELIANCE", "Reliance Industries Ltd", "Reliance", "Energy", 2450.0, 1.05, 0.009, 7.0e6, 20,
-             (25.0, 2.2, 12.5, 8.0, 8.5)),
-    _Profile("TCS", "Tata Consultancy Services Ltd", "TCS", "IT", 3250.0, 0.85, 0.010, 2.5e6, 10,
-             (29.0, 13.5, 20.0, 7.0, 19.0)),
-    _Profile("HDFCBANK", "HDFC Bank Ltd", "HDFC Bank", "Financials", 1600.0, 1.0, 0.009, 15.0e6, 18,
-             (18.5, 2.6, None, 14.0, 22.0)),
-    _Profile("INFY", "Infosys Ltd", "Infosys", "IT", 1280.0, 0.9, 0.011, 7.0e6, 17,
-             (24.0, 7.5, 16.0, 6.0, 17.0)),
-    _Profile("ICICIBANK", "ICICI Bank Ltd", "ICICI Bank", "Financials", 930.0, 1.1, 0.010, 14.0e6, 25,
-             (17.0, 3.0, None, 16.0, 21.0)),
-    _Profile("HINDUNILVR", "Hindustan Unilever Ltd", "HUL", "FMCG", 2650.0, 0.6, 0.008, 1.5e6, 22,
-             (58.0, 11.0, 40.0, 4.0, 16.5)),
+    _Profile(
+        "RELIANCE",
+        "Reliance Industries Ltd",
+        "Reliance",
+        "Energy",
+        2450.0,
+        1.05,
+        0.009,
+        7.0e6,
+        20,
+        (25.0, 2.2, 12.5, 8.0, 8.5),
+    ),
+    _Profile(
+        "TCS",
+        "Tata Consultancy Services Ltd",
+        "TCS",
+        "IT",
+        3250.0,
+        0.85,
+        0.010,
+        2.5e6,
+        10,
+        (29.0, 13.5, 20.0, 7.0, 19.0),
+    ),
+    _Profile(
+        "HDFCBANK",
+        "HDFC Bank Ltd",
+        "HDFC Bank",
+        "Financials",
+        1600.0,
+        1.0,
+        0.009,
+        15.0e6,
+        18,
+        (18.5, 2.6, None, 14.0, 22.0),
+    ),
+    _Profile("INFY", "Infosys Ltd", "Infosys", "IT", 1280.0, 0.9, 0.011, 7.0e6, 17, (24.0, 7.5, 16.0, 6.0, 17.0)),
+    _Profile(
+        "ICICIBANK",
+        "ICICI Bank Ltd",
+        "ICICI Bank",
+        "Financials",
+        930.0,
+        1.1,
+        0.010,
+        14.0e6,
+        25,
+        (17.0, 3.0, None, 16.0, 21.0),
+    ),
+    _Profile(
+        "HINDUNILVR",
+        "Hindustan Unilever Ltd",
+        "HUL",
+        "FMCG",
+        2650.0,
+        0.6,
+        0.008,
+        1.5e6,
+        22,
+        (58.0, 11.0, 40.0, 4.0, 16.5),
+    ),
     _Profile("ITC", "ITC Ltd", "ITC", "FMCG", 430.0, 0.65, 0.009, 15.0e6, 28, None),
     _Profile("SBIN", "State Bank of India", "SBI", "Financials", 575.0, 1.2, 0.012, 15.0e6, 36, None),
-    _Profile("BHARTIARTL", "Bharti Airtel Ltd", "Bharti Airtel", "Telecom", 820.0, 0.8, 0.011, 7.0e6, 34,
-             (70.0, 8.0, 11.0, 12.0, 7.0)),
+    _Profile(
+        "BHARTIARTL",
+        "Bharti Airtel Ltd",
+        "Bharti Airtel",
+        "Telecom",
+        820.0,
+        0.8,
+        0.011,
+        7.0e6,
+        34,
+        (70.0, 8.0, 11.0, 12.0, 7.0),
+    ),
     _Profile("LT", "Larsen & Toubro Ltd", "L&T", "Industrials", 2300.0, 1.15, 0.011, 2.5e6, 30, None),
-    _Profile("MARUTI", "Maruti Suzuki India Ltd", "Maruti Suzuki", "Auto", 9300.0, 0.95, 0.011, 0.5e6, 28,
-             (27.0, 4.5, 17.0, 11.0, 9.0)),
-    _Profile("SUNPHARMA", "Sun Pharmaceutical Industries Ltd", "Sun Pharma", "Pharma", 980.0, 0.6, 0.011,
-             2.5e6, 35, None),
+    _Profile(
+        "MARUTI",
+        "Maruti Suzuki India Ltd",
+        "Maruti Suzuki",
+        "Auto",
+        9300.0,
+        0.95,
+        0.011,
+        0.5e6,
+        28,
+        (27.0, 4.5, 17.0, 11.0, 9.0),
+    ),
+    _Profile(
+        "SUNPHARMA", "Sun Pharmaceutical Industries Ltd", "Sun Pharma", "Pharma", 980.0, 0.6, 0.011, 2.5e6, 35, None
+    ),
 )
 
 
@@ -231,14 +301,16 @@ def _first_session_on_or_after(sessions: Sequence[dt.date], day: dt.date) -> int
 def _week_end_indices(sessions: Sequence[dt.date]) -> list[int]:
     """Index of the last session of every ISO week."""
     return [
-        index for index, session in enumerate(sessions)
+        index
+        for index, session in enumerate(sessions)
         if index == len(sessions) - 1 or sessions[index + 1].isocalendar()[:2] != session.isocalendar()[:2]
     ]
 
 
 def _month_end_indices(sessions: Sequence[dt.date]) -> list[int]:
     return [
-        index for index, session in enumerate(sessions)
+        index
+        for index, session in enumerate(sessions)
         if index == len(sessions) - 1 or sessions[index + 1].month != session.month
     ]
 
@@ -361,7 +433,11 @@ def _signed_jump(rng: np.random.Generator, positive_chance: float, base: float, 
 
 
 def _timed_event(
-    rng: np.random.Generator, sessions: Sequence[dt.date], kind: str, session: int, jump: float,
+    rng: np.random.Generator,
+    sessions: Sequence[dt.date],
+    kind: str,
+    session: int,
+    jump: float,
     overnight_chance: float,
 ) -> _Event:
     overnight = session > 0 and rng.random() < overnight_chance
@@ -373,11 +449,15 @@ def _timed_event(
 
 
 def _earnings_events(
-    rng: np.random.Generator, profile: _Profile, sessions: Sequence[dt.date], quarter_start: dt.date,
+    rng: np.random.Generator,
+    profile: _Profile,
+    sessions: Sequence[dt.date],
+    quarter_start: dt.date,
     quarter_sessions: list[int],
 ) -> list[_Event]:
     window = [
-        index for index in quarter_sessions
+        index
+        for index in quarter_sessions
         if abs((sessions[index] - quarter_start).days - profile.results_lag_days) <= 4
     ]
     if not window:  # a partial quarter at either end of the range
@@ -391,9 +471,7 @@ def _earnings_events(
     return events
 
 
-def _side_events(
-    rng: np.random.Generator, sessions: Sequence[dt.date], free_sessions: list[int]
-) -> list[_Event]:
+def _side_events(rng: np.random.Generator, sessions: Sequence[dt.date], free_sessions: list[int]) -> list[_Event]:
     """Broker notes, regulatory news and plain corporate announcements within one quarter."""
     plan = ["rating"] * (1 + int(rng.random() < 0.5))
     plan += ["regulatory"] * int(rng.random() < 0.25)
@@ -459,7 +537,10 @@ def _event_jumps(events: Sequence[_Event], sessions: int) -> tuple[np.ndarray, n
 
 
 def _stock_path(
-    rng: np.random.Generator, profile: _Profile, market: _Market, sector_moves: np.ndarray,
+    rng: np.random.Generator,
+    profile: _Profile,
+    market: _Market,
+    sector_moves: np.ndarray,
     events: Sequence[_Event],
 ) -> _Path:
     sessions = len(market.gap)
@@ -492,8 +573,13 @@ def _stock_path(
 def _bars(profile: _Profile, sessions: Sequence[dt.date], path: _Path) -> list[DemoBar]:
     return [
         DemoBar(
-            symbol=profile.symbol, date=session, open=float(path.opens[day]), high=float(path.highs[day]),
-            low=float(path.lows[day]), close=float(path.closes[day]), volume=int(path.volumes[day]),
+            symbol=profile.symbol,
+            date=session,
+            open=float(path.opens[day]),
+            high=float(path.highs[day]),
+            low=float(path.lows[day]),
+            close=float(path.closes[day]),
+            volume=int(path.volumes[day]),
         )
         for day, session in enumerate(sessions)
     ]
@@ -556,10 +642,14 @@ SECTOR_REGULATORY_TEMPLATES: dict[str, str] = {
 # A second outlet retelling the results a little later, in nearly the same words: the news
 # features must fold it into the first telling.
 EARNINGS_TEMPLATES = {
-    "positive": ("{name} {quarter} net profit rises {growth}% YoY, beats estimates",
-                 "{name} {quarter} net profit rises {growth}% YoY; beats street estimates"),
-    "negative": ("{name} {quarter} net profit falls {growth}% YoY, misses estimates",
-                 "{name} {quarter} net profit falls {growth}% YoY; misses street estimates"),
+    "positive": (
+        "{name} {quarter} net profit rises {growth}% YoY, beats estimates",
+        "{name} {quarter} net profit rises {growth}% YoY; beats street estimates",
+    ),
+    "negative": (
+        "{name} {quarter} net profit falls {growth}% YoY, misses estimates",
+        "{name} {quarter} net profit falls {growth}% YoY; misses street estimates",
+    ),
 }
 # Deliberately hostile headlines (prompt-injection attempts). They are stored and shown like any
 # other news so the pipeline's fencing and the agents' instructions are exercised on real data.
@@ -577,12 +667,24 @@ _SOURCES_BY_KIND: dict[str, tuple[str, ...]] = {
     "other": ("Exchange filing", "Wire"),
 }
 _BROKERS = (
-    "Jefferies", "Morgan Stanley", "CLSA", "Motilal Oswal", "Kotak Institutional Equities", "Nomura",
-    "Goldman Sachs", "ICICI Securities", "HSBC", "Macquarie",
+    "Jefferies",
+    "Morgan Stanley",
+    "CLSA",
+    "Motilal Oswal",
+    "Kotak Institutional Equities",
+    "Nomura",
+    "Goldman Sachs",
+    "ICICI Securities",
+    "HSBC",
+    "Macquarie",
 )
 _PEOPLE = ("Anil Mehta", "Priya Raman", "Suresh Iyer", "Kavita Rao", "Rohit Bansal", "Meera Kulkarni")
 _PARTNERS = (
-    "a logistics", "a renewable energy", "a digital payments", "a speciality chemicals", "a healthcare",
+    "a logistics",
+    "a renewable energy",
+    "a digital payments",
+    "a speciality chemicals",
+    "a healthcare",
 )
 
 
@@ -660,8 +762,12 @@ def _hostile_news(rng: np.random.Generator, sessions: Sequence[dt.date]) -> list
     """The injection attempts land in the last fortnight, inside any news lookback the desk uses."""
     recent = sessions[-10:]
     return [
-        DemoNewsItem(symbol, headline, _pick(rng, ("Social media", "Wire")),
-                     _random_time(rng, _pick(rng, recent), *_TRADING_HOURS))
+        DemoNewsItem(
+            symbol,
+            headline,
+            _pick(rng, ("Social media", "Wire")),
+            _random_time(rng, _pick(rng, recent), *_TRADING_HOURS),
+        )
         for symbol, headline in HOSTILE_HEADLINES
     ]
 
@@ -717,8 +823,14 @@ def _nifty_levels(market: _Market) -> np.ndarray:
 
 
 def _weekly_walk(
-    rng: np.random.Generator, weeks: int, start: float, anchor: float, pull: float, vol: float,
-    market_weeks: np.ndarray, market_sensitivity: float,
+    rng: np.random.Generator,
+    weeks: int,
+    start: float,
+    anchor: float,
+    pull: float,
+    vol: float,
+    market_weeks: np.ndarray,
+    market_sensitivity: float,
 ) -> np.ndarray:
     """A mean-reverting weekly log walk that also leans against (or with) the market's week."""
     values = np.empty(weeks)
@@ -766,9 +878,7 @@ def _weekly_macro(
     return _WeeklyMacro(week_ends, usd_inr, brent, gsec, _nifty_levels(market)[week_ends])
 
 
-def _macro_series(
-    sessions: Sequence[dt.date], policy: _Policy, weekly: _WeeklyMacro
-) -> list[DemoMacroSeries]:
+def _macro_series(sessions: Sequence[dt.date], policy: _Policy, weekly: _WeeklyMacro) -> list[DemoMacroSeries]:
     month_ends = _month_end_indices(sessions)
     repo_points = []
     for session in month_ends:
@@ -778,22 +888,45 @@ def _macro_series(
     return [
         _series("RBI_REPO", "RBI policy repo rate", "%", "monthly", repo_points),
         # Dated by release, not by the month measured: a figure cannot be known before it is out.
-        _series("IN_CPI_YOY", "India CPI inflation (YoY)", "%", "monthly",
-                [(sessions[session], value) for session, _, value in policy.cpi_releases]),
-        _series("USDINR", "US dollar / Indian rupee", "INR", "weekly",
-                list(zip(week_days, np.round(weekly.usd_inr, 4).tolist(), strict=True))),
-        _series("BRENT", "Brent crude oil", "USD/bbl", "weekly",
-                list(zip(week_days, np.round(weekly.brent, 2).tolist(), strict=True))),
-        _series("IN10Y", "India 10Y G-sec yield", "%", "weekly",
-                list(zip(week_days, np.round(weekly.gsec, 3).tolist(), strict=True))),
-        _series("NIFTY50", "Nifty 50", "index points", "weekly",
-                list(zip(week_days, np.round(weekly.nifty, 2).tolist(), strict=True))),
+        _series(
+            "IN_CPI_YOY",
+            "India CPI inflation (YoY)",
+            "%",
+            "monthly",
+            [(sessions[session], value) for session, _, value in policy.cpi_releases],
+        ),
+        _series(
+            "USDINR",
+            "US dollar / Indian rupee",
+            "INR",
+            "weekly",
+            list(zip(week_days, np.round(weekly.usd_inr, 4).tolist(), strict=True)),
+        ),
+        _series(
+            "BRENT",
+            "Brent crude oil",
+            "USD/bbl",
+            "weekly",
+            list(zip(week_days, np.round(weekly.brent, 2).tolist(), strict=True)),
+        ),
+        _series(
+            "IN10Y",
+            "India 10Y G-sec yield",
+            "%",
+            "weekly",
+            list(zip(week_days, np.round(weekly.gsec, 3).tolist(), strict=True)),
+        ),
+        _series(
+            "NIFTY50",
+            "Nifty 50",
+            "index points",
+            "weekly",
+            list(zip(week_days, np.round(weekly.nifty, 2).tolist(), strict=True)),
+        ),
     ]
 
 
-def _policy_news(
-    rng: np.random.Generator, sessions: Sequence[dt.date], policy: _Policy
-) -> list[DemoNewsItem]:
+def _policy_news(rng: np.random.Generator, sessions: Sequence[dt.date], policy: _Policy) -> list[DemoNewsItem]:
     news = []
     for session, reported, value in policy.cpi_releases:
         verb = "eases" if value < 5.0 else "climbs"
@@ -819,10 +952,14 @@ def _weekly_macro_news(sessions: Sequence[dt.date], weekly: _WeeklyMacro) -> lis
         day = sessions[session]
         # A fresh low by a visible margin makes the wires; a new low by a paisa does not.
         if weekly.usd_inr[week] > highest_usd_inr * 1.004 and week > 0:
-            news.append(DemoNewsItem(
-                None, f"Rupee slips to record low of {weekly.usd_inr[week]:.2f} against US dollar",
-                "Wire", _at(day, 16, 10),
-            ))
+            news.append(
+                DemoNewsItem(
+                    None,
+                    f"Rupee slips to record low of {weekly.usd_inr[week]:.2f} against US dollar",
+                    "Wire",
+                    _at(day, 16, 10),
+                )
+            )
         highest_usd_inr = max(highest_usd_inr, float(weekly.usd_inr[week]))
         if week > 0:
             change = (weekly.brent[week] / weekly.brent[week - 1] - 1.0) * 100.0
@@ -887,7 +1024,10 @@ def _catch_up(per_share: float, close: float, usual_multiple: float) -> float:
 
 
 def _fundamentals(
-    rng: np.random.Generator, profile: _Profile, sessions: Sequence[dt.date], path: _Path,
+    rng: np.random.Generator,
+    profile: _Profile,
+    sessions: Sequence[dt.date],
+    path: _Path,
     events: Sequence[_Event],
 ) -> list[DemoFundamentals]:
     """One snapshot per results day; P/E and P/B move with the price and with earnings surprises."""
@@ -904,17 +1044,19 @@ def _fundamentals(
         earnings_per_share = _catch_up(earnings_per_share, close, pe)
         book_per_share = _catch_up(book_per_share * 1.03, close, pb)
         current_pe = close / earnings_per_share
-        snapshots.append(DemoFundamentals(
-            symbol=profile.symbol,
-            as_of=sessions[event.session],
-            source=FUNDAMENTALS_SOURCE,
-            pe=round(current_pe, 2),
-            pb=round(close / book_per_share, 2),
-            # EV/EBITDA means little for a bank, so a bank's is left empty, as data vendors do.
-            ev_ebitda=None if ev_ebitda is None else round(ev_ebitda * current_pe / pe, 2),
-            revenue_growth_pct=round(growth + float(rng.normal(0.0, 2.0)), 1),
-            net_margin_pct=round(margin + float(rng.normal(0.0, 0.8)), 1),
-        ))
+        snapshots.append(
+            DemoFundamentals(
+                symbol=profile.symbol,
+                as_of=sessions[event.session],
+                source=FUNDAMENTALS_SOURCE,
+                pe=round(current_pe, 2),
+                pb=round(close / book_per_share, 2),
+                # EV/EBITDA means little for a bank, so a bank's is left empty, as data vendors do.
+                ev_ebitda=None if ev_ebitda is None else round(ev_ebitda * current_pe / pe, 2),
+                revenue_growth_pct=round(growth + float(rng.normal(0.0, 2.0)), 1),
+                net_margin_pct=round(margin + float(rng.normal(0.0, 0.8)), 1),
+            )
+        )
     return snapshots
 
 

@@ -64,9 +64,7 @@ def _news_cutoff(as_of: dt.date, tz: dt.tzinfo) -> dt.datetime:
     return dt.datetime.combine(as_of, dt.time.max, tzinfo=tz)
 
 
-def _news_block(
-    news: Sequence[NewsInput], as_of: dt.date, tz: dt.tzinfo, config: BundleSettings
-) -> NewsFeatures:
+def _news_block(news: Sequence[NewsInput], as_of: dt.date, tz: dt.tzinfo, config: BundleSettings) -> NewsFeatures:
     return news_features(
         news,
         _news_cutoff(as_of, tz),
@@ -97,9 +95,7 @@ def build_feature_bundle(
         technical=technical_features(history),
         news=news_block,
         sentiment=sentiment_features(news_block),
-        fundamentals=fundamental_features(
-            fundamentals if fundamentals and fundamentals.as_of <= as_of else None
-        ),
+        fundamentals=fundamental_features(fundamentals if fundamentals and fundamentals.as_of <= as_of else None),
         forecast=price_forecast(
             history["close"].to_numpy(dtype=float), horizon_sessions=config.forecast_horizon_sessions
         ),

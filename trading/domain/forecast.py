@@ -63,7 +63,9 @@ def price_forecast(
     half_width = band_z * volatility * math.sqrt(horizon_sessions)
     last_close = float(np.asarray(closes, dtype=float)[-1])
     expected_move, low_move, high_move = (
-        _move_pct(centre), _move_pct(centre - half_width), _move_pct(centre + half_width)
+        _move_pct(centre),
+        _move_pct(centre - half_width),
+        _move_pct(centre + half_width),
     )
     return PriceForecast(
         horizon_sessions=horizon_sessions,

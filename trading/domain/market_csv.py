@@ -145,9 +145,7 @@ def parse_bar_rows(
             continue
         key = (bar.symbol, bar.date)
         if key in seen:
-            problems.append(
-                RowProblem(line, f"duplicate date {bar.date} for {bar.symbol} (first on line {seen[key]})")
-            )
+            problems.append(RowProblem(line, f"duplicate date {bar.date} for {bar.symbol} (first on line {seen[key]})"))
             continue
         previous = last_date.get(bar.symbol)
         if previous is not None and bar.date < previous:
@@ -205,9 +203,7 @@ def _parse_fundamentals(line: int, row: dict[str, str]) -> FundamentalsRow:
     }
     if all(value is None for value in ratios.values()):
         raise _RowError("every ratio is empty")
-    return FundamentalsRow(
-        line=line, symbol=symbol, as_of=as_of, source=row.get("source") or "csv", ratios=ratios
-    )
+    return FundamentalsRow(line=line, symbol=symbol, as_of=as_of, source=row.get("source") or "csv", ratios=ratios)
 
 
 def parse_fundamentals_rows(

@@ -8,7 +8,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -17,129 +16,197 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='DeskPermission',
+            name="DeskPermission",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
             ],
             options={
-                'permissions': [('approve_thesis', 'Can approve or reject a trade thesis'), ('start_run', 'Can start pipeline and strategy runs'), ('import_market_data', 'Can import market data')],
-                'managed': False,
-                'default_permissions': (),
+                "permissions": [
+                    ("approve_thesis", "Can approve or reject a trade thesis"),
+                    ("start_run", "Can start pipeline and strategy runs"),
+                    ("import_market_data", "Can import market data"),
+                ],
+                "managed": False,
+                "default_permissions": (),
             },
         ),
         migrations.CreateModel(
-            name='AuditEvent',
+            name="AuditEvent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('actor_label', models.CharField(help_text='username, or the command/task that acted', max_length=150)),
-                ('action', models.CharField(db_index=True, max_length=64)),
-                ('target', models.CharField(blank=True, max_length=200)),
-                ('reason', models.TextField(blank=True)),
-                ('details', models.JSONField(blank=True, default=dict)),
-                ('actor', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                ("actor_label", models.CharField(help_text="username, or the command/task that acted", max_length=150)),
+                ("action", models.CharField(db_index=True, max_length=64)),
+                ("target", models.CharField(blank=True, max_length=200)),
+                ("reason", models.TextField(blank=True)),
+                ("details", models.JSONField(blank=True, default=dict)),
+                (
+                    "actor",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-at'],
+                "ordering": ["-at"],
             },
         ),
         migrations.CreateModel(
-            name='Instrument',
+            name="Instrument",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('symbol', models.CharField(max_length=32)),
-                ('exchange', models.CharField(max_length=16)),
-                ('name', models.CharField(max_length=200)),
-                ('sector', models.CharField(blank=True, max_length=64)),
-                ('tick_size', models.DecimalField(decimal_places=4, default=Decimal('0.05'), max_digits=12)),
-                ('lot_size', models.PositiveIntegerField(default=1)),
-                ('currency', models.CharField(default='INR', max_length=3)),
-                ('is_active', models.BooleanField(default=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("symbol", models.CharField(max_length=32)),
+                ("exchange", models.CharField(max_length=16)),
+                ("name", models.CharField(max_length=200)),
+                ("sector", models.CharField(blank=True, max_length=64)),
+                ("tick_size", models.DecimalField(decimal_places=4, default=Decimal("0.05"), max_digits=12)),
+                ("lot_size", models.PositiveIntegerField(default=1)),
+                ("currency", models.CharField(default="INR", max_length=3)),
+                ("is_active", models.BooleanField(default=True)),
             ],
             options={
-                'ordering': ['symbol'],
-                'constraints': [models.UniqueConstraint(fields=('exchange', 'symbol'), name='instrument_unique_per_exchange'), models.CheckConstraint(condition=models.Q(('tick_size__gt', 0)), name='instrument_tick_size_positive'), models.CheckConstraint(condition=models.Q(('lot_size__gte', 1)), name='instrument_lot_size_positive')],
+                "ordering": ["symbol"],
+                "constraints": [
+                    models.UniqueConstraint(fields=("exchange", "symbol"), name="instrument_unique_per_exchange"),
+                    models.CheckConstraint(
+                        condition=models.Q(("tick_size__gt", 0)), name="instrument_tick_size_positive"
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("lot_size__gte", 1)), name="instrument_lot_size_positive"
+                    ),
+                ],
             },
         ),
         migrations.CreateModel(
-            name='MacroIndicator',
+            name="MacroIndicator",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('code', models.CharField(max_length=32)),
-                ('name', models.CharField(max_length=100)),
-                ('unit', models.CharField(blank=True, max_length=16)),
-                ('date', models.DateField()),
-                ('value', models.DecimalField(decimal_places=6, max_digits=20)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("code", models.CharField(max_length=32)),
+                ("name", models.CharField(max_length=100)),
+                ("unit", models.CharField(blank=True, max_length=16)),
+                ("date", models.DateField()),
+                ("value", models.DecimalField(decimal_places=6, max_digits=20)),
             ],
             options={
-                'ordering': ['code', 'date'],
-                'constraints': [models.UniqueConstraint(fields=('code', 'date'), name='macro_unique_per_day')],
+                "ordering": ["code", "date"],
+                "constraints": [models.UniqueConstraint(fields=("code", "date"), name="macro_unique_per_day")],
             },
         ),
         migrations.CreateModel(
-            name='FundamentalsSnapshot',
+            name="FundamentalsSnapshot",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('as_of', models.DateField()),
-                ('source', models.CharField(max_length=100)),
-                ('pe', models.DecimalField(blank=True, decimal_places=4, max_digits=12, null=True)),
-                ('pb', models.DecimalField(blank=True, decimal_places=4, max_digits=12, null=True)),
-                ('ev_ebitda', models.DecimalField(blank=True, decimal_places=4, max_digits=12, null=True)),
-                ('revenue_growth_pct', models.DecimalField(blank=True, decimal_places=4, max_digits=12, null=True)),
-                ('net_margin_pct', models.DecimalField(blank=True, decimal_places=4, max_digits=12, null=True)),
-                ('instrument', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='fundamentals', to='trading.instrument')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("as_of", models.DateField()),
+                ("source", models.CharField(max_length=100)),
+                ("pe", models.DecimalField(blank=True, decimal_places=4, max_digits=12, null=True)),
+                ("pb", models.DecimalField(blank=True, decimal_places=4, max_digits=12, null=True)),
+                ("ev_ebitda", models.DecimalField(blank=True, decimal_places=4, max_digits=12, null=True)),
+                ("revenue_growth_pct", models.DecimalField(blank=True, decimal_places=4, max_digits=12, null=True)),
+                ("net_margin_pct", models.DecimalField(blank=True, decimal_places=4, max_digits=12, null=True)),
+                (
+                    "instrument",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="fundamentals",
+                        to="trading.instrument",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['instrument', 'as_of'],
-                'constraints': [models.UniqueConstraint(fields=('instrument', 'as_of'), name='fundamentals_unique_per_day')],
+                "ordering": ["instrument", "as_of"],
+                "constraints": [
+                    models.UniqueConstraint(fields=("instrument", "as_of"), name="fundamentals_unique_per_day")
+                ],
             },
         ),
         migrations.CreateModel(
-            name='FeatureSnapshot',
+            name="FeatureSnapshot",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('as_of', models.DateField()),
-                ('bundle', models.JSONField()),
-                ('fallback', models.BooleanField(default=False)),
-                ('computed_at', models.DateTimeField(auto_now=True)),
-                ('instrument', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='feature_snapshots', to='trading.instrument')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("as_of", models.DateField()),
+                ("bundle", models.JSONField()),
+                ("fallback", models.BooleanField(default=False)),
+                ("computed_at", models.DateTimeField(auto_now=True)),
+                (
+                    "instrument",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="feature_snapshots",
+                        to="trading.instrument",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['instrument', '-as_of'],
-                'constraints': [models.UniqueConstraint(fields=('instrument', 'as_of'), name='feature_snapshot_unique_per_day')],
+                "ordering": ["instrument", "-as_of"],
+                "constraints": [
+                    models.UniqueConstraint(fields=("instrument", "as_of"), name="feature_snapshot_unique_per_day")
+                ],
             },
         ),
         migrations.CreateModel(
-            name='DailyBar',
+            name="DailyBar",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('date', models.DateField()),
-                ('open', models.DecimalField(decimal_places=4, max_digits=18)),
-                ('high', models.DecimalField(decimal_places=4, max_digits=18)),
-                ('low', models.DecimalField(decimal_places=4, max_digits=18)),
-                ('close', models.DecimalField(decimal_places=4, max_digits=18)),
-                ('volume', models.BigIntegerField()),
-                ('instrument', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='bars', to='trading.instrument')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("date", models.DateField()),
+                ("open", models.DecimalField(decimal_places=4, max_digits=18)),
+                ("high", models.DecimalField(decimal_places=4, max_digits=18)),
+                ("low", models.DecimalField(decimal_places=4, max_digits=18)),
+                ("close", models.DecimalField(decimal_places=4, max_digits=18)),
+                ("volume", models.BigIntegerField()),
+                (
+                    "instrument",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="bars", to="trading.instrument"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['instrument', 'date'],
-                'constraints': [models.UniqueConstraint(fields=('instrument', 'date'), name='bar_unique_per_day'), models.CheckConstraint(condition=models.Q(('low__gt', 0)), name='bar_prices_positive'), models.CheckConstraint(condition=models.Q(('high__gte', models.F('low'))), name='bar_high_not_below_low'), models.CheckConstraint(condition=models.Q(('close__gte', models.F('low')), ('close__lte', models.F('high'))), name='bar_close_within_range'), models.CheckConstraint(condition=models.Q(('open__gte', models.F('low')), ('open__lte', models.F('high'))), name='bar_open_within_range'), models.CheckConstraint(condition=models.Q(('volume__gt', 0)), name='bar_volume_positive')],
+                "ordering": ["instrument", "date"],
+                "constraints": [
+                    models.UniqueConstraint(fields=("instrument", "date"), name="bar_unique_per_day"),
+                    models.CheckConstraint(condition=models.Q(("low__gt", 0)), name="bar_prices_positive"),
+                    models.CheckConstraint(
+                        condition=models.Q(("high__gte", models.F("low"))), name="bar_high_not_below_low"
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("close__gte", models.F("low")), ("close__lte", models.F("high"))),
+                        name="bar_close_within_range",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("open__gte", models.F("low")), ("open__lte", models.F("high"))),
+                        name="bar_open_within_range",
+                    ),
+                    models.CheckConstraint(condition=models.Q(("volume__gt", 0)), name="bar_volume_positive"),
+                ],
             },
         ),
         migrations.CreateModel(
-            name='NewsItem',
+            name="NewsItem",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('headline', models.CharField(max_length=500)),
-                ('source', models.CharField(max_length=100)),
-                ('published_at', models.DateTimeField(db_index=True)),
-                ('url', models.URLField(blank=True)),
-                ('content_hash', models.CharField(max_length=64, unique=True)),
-                ('instrument', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='news', to='trading.instrument')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("headline", models.CharField(max_length=500)),
+                ("source", models.CharField(max_length=100)),
+                ("published_at", models.DateTimeField(db_index=True)),
+                ("url", models.URLField(blank=True)),
+                ("content_hash", models.CharField(max_length=64, unique=True)),
+                (
+                    "instrument",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="news",
+                        to="trading.instrument",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-published_at'],
-                'indexes': [models.Index(fields=['instrument', 'published_at'], name='news_by_instrument_time')],
+                "ordering": ["-published_at"],
+                "indexes": [models.Index(fields=["instrument", "published_at"], name="news_by_instrument_time")],
             },
         ),
     ]

@@ -26,9 +26,18 @@ from trading.domain.schemas import NewsInput
 MARKET_OPEN = dt.time(9, 15)
 MARKET_CLOSE = dt.time(15, 30)
 SAMPLE_VALUES = {
-    "name": "Infosys", "quarter": "Q2 FY26", "fiscal_year": "FY26", "growth": "12.5", "revenue": "8.0",
-    "broker": "Jefferies", "target": "1,950", "partner": "a logistics", "month": "October 2025",
-    "when": "14 November 2025", "person": "Priya Raman", "crore": "5",
+    "name": "Infosys",
+    "quarter": "Q2 FY26",
+    "fiscal_year": "FY26",
+    "growth": "12.5",
+    "revenue": "8.0",
+    "broker": "Jefferies",
+    "target": "1,950",
+    "partner": "a logistics",
+    "month": "October 2025",
+    "when": "14 November 2025",
+    "person": "Priya Raman",
+    "crore": "5",
     "deal": "1,250",
 }
 
@@ -80,13 +89,25 @@ def test_the_whole_market_generates_well_under_two_seconds() -> None:
 def test_it_lists_twelve_nse_large_caps_with_their_sectors(market: DemoMarket) -> None:
     sectors = {instrument.symbol: instrument.sector for instrument in market.instruments}
     assert sectors == {
-        "RELIANCE": "Energy", "TCS": "IT", "HDFCBANK": "Financials", "INFY": "IT",
-        "ICICIBANK": "Financials", "HINDUNILVR": "FMCG", "ITC": "FMCG", "SBIN": "Financials",
-        "BHARTIARTL": "Telecom", "LT": "Industrials", "MARUTI": "Auto", "SUNPHARMA": "Pharma",
+        "RELIANCE": "Energy",
+        "TCS": "IT",
+        "HDFCBANK": "Financials",
+        "INFY": "IT",
+        "ICICIBANK": "Financials",
+        "HINDUNILVR": "FMCG",
+        "ITC": "FMCG",
+        "SBIN": "Financials",
+        "BHARTIARTL": "Telecom",
+        "LT": "Industrials",
+        "MARUTI": "Auto",
+        "SUNPHARMA": "Pharma",
     }
     for instrument in market.instruments:
         assert (instrument.exchange, instrument.currency, instrument.tick_size, instrument.lot_size) == (
-            "NSE", "INR", 0.05, 1
+            "NSE",
+            "INR",
+            0.05,
+            1,
         )
         assert len(instrument.name) > len(instrument.symbol) or instrument.symbol == "ITC"
 

@@ -20,8 +20,13 @@ def test_a_snapshot_without_any_ratio_means_unavailable() -> None:
 
 def test_a_snapshot_with_ratios_is_passed_through() -> None:
     snapshot = FundamentalsInput(
-        as_of=AS_OF, source="vendor", pe=24.5, pb=3.1, ev_ebitda=15.2,
-        revenue_growth_pct=9.0, net_margin_pct=18.5,
+        as_of=AS_OF,
+        source="vendor",
+        pe=24.5,
+        pb=3.1,
+        ev_ebitda=15.2,
+        revenue_growth_pct=9.0,
+        net_margin_pct=18.5,
     )
     result = fundamental_features(snapshot)
     assert result.available is True

@@ -130,10 +130,7 @@ def test_rsi_is_100_while_a_series_has_only_risen() -> None:
 
 def test_rows_with_different_histories_each_equal_ta_on_their_own_bars() -> None:
     n_bars = 600
-    rows = [
-        random_walk_bars(n_bars, start, seed)
-        for seed, start in enumerate((300.0, 2_500.0, 60.0, 4_000.0, 150.0))
-    ]
+    rows = [random_walk_bars(n_bars, start, seed) for seed, start in enumerate((300.0, 2_500.0, 60.0, 4_000.0, 150.0))]
     # (first, last) valid bar of each row: full, listed late, listed very late, delisted
     # early, and listed late and delisted early.
     spans = [(0, n_bars - 1), (150, n_bars - 1), (560, n_bars - 1), (0, 470), (100, 399)]
@@ -165,9 +162,7 @@ def test_a_row_without_any_history_gives_only_nan() -> None:
 def test_a_gap_inside_a_rows_history_is_rejected() -> None:
     bars = stacked([random_walk_bars(100, 100.0, seed=1)])
     bars["close"][0, 50] = np.nan
-    with pytest.raises(
-        ValueError, match="close has a missing or non-finite value inside the history of row 0"
-    ):
+    with pytest.raises(ValueError, match="close has a missing or non-finite value inside the history of row 0"):
         universe_indicators(**bars)
 
 
@@ -288,9 +283,7 @@ def tick_rounded(bars: dict[str, np.ndarray], tick: float) -> dict[str, np.ndarr
 
 
 def test_levels_match_a_bar_by_bar_reading_of_their_definition() -> None:
-    rows = [
-        tick_rounded(random_walk_bars(400, start, seed), tick=0.5) for seed, start in ((7, 40.0), (8, 900.0))
-    ]
+    rows = [tick_rounded(random_walk_bars(400, start, seed), tick=0.5) for seed, start in ((7, 40.0), (8, 900.0))]
     rows.append(random_walk_bars(400, 2_000.0, seed=9))
     first_bars = (0, 0, 130)
     for row, first in zip(rows, first_bars, strict=True):
@@ -308,15 +301,11 @@ def test_levels_match_a_bar_by_bar_reading_of_their_definition() -> None:
 def test_ties_produce_one_pivot_per_run_of_equal_lows() -> None:
     # A flat floor of equal lows: only the first bar of the run counts as a pivot, and it
     # becomes support once confirmed.
-    close = np.array(
-        [110, 109, 108, 107, 106, 105, 104, 101, 101, 101, 102, 103, 104, 105, 106, 107, 108], float
-    )
+    close = np.array([110, 109, 108, 107, 106, 105, 104, 101, 101, 101, 102, 103, 104, 105, 106, 107, 108], float)
     low = close - 1
     high = close + 1
     expected = levels_by_definition(high, low, close)
-    series = universe_indicators(
-        *(values[np.newaxis, :] for values in (close, high, low, close, np.ones_like(close)))
-    )
+    series = universe_indicators(*(values[np.newaxis, :] for values in (close, high, low, close, np.ones_like(close))))
     assert expected["support"][-1] == 100.0
     np.testing.assert_array_equal(series["support"][0], expected["support"])
 

@@ -21,12 +21,8 @@ IST = dt.timezone(dt.timedelta(hours=5, minutes=30))
 AS_OF = dt.datetime(2026, 11, 20, 15, 30, tzinfo=IST)
 
 
-def news(
-    headline: str, *, days_ago: float = 0.0, scope: str = "instrument", source: str = "Wire"
-) -> NewsInput:
-    return NewsInput(
-        headline=headline, source=source, published_at=AS_OF - dt.timedelta(days=days_ago), scope=scope
-    )
+def news(headline: str, *, days_ago: float = 0.0, scope: str = "instrument", source: str = "Wire") -> NewsInput:
+    return NewsInput(headline=headline, source=source, published_at=AS_OF - dt.timedelta(days=days_ago), scope=scope)
 
 
 def features(items: list[NewsInput], *, lookback_days: int = 14, half_life_days: float = 3.0) -> NewsFeatures:
@@ -175,10 +171,12 @@ def test_no_news_gives_zero_sentiment_and_empty_counts() -> None:
 
 
 def test_it_folds_exact_duplicates_into_the_earliest_telling() -> None:
-    result = features([
-        news("TCS beats estimates!", days_ago=1.0, source="Wire"),
-        news("tcs BEATS estimates", days_ago=2.0, source="Exchange filing"),
-    ])
+    result = features(
+        [
+            news("TCS beats estimates!", days_ago=1.0, source="Wire"),
+            news("tcs BEATS estimates", days_ago=2.0, source="Exchange filing"),
+        ]
+    )
     assert (result.raw_count, result.unique_count) == (2, 1)
     [item] = result.items
     assert item.duplicates == 1
@@ -197,18 +195,14 @@ def test_it_folds_near_duplicates_at_a_jaccard_of_point_eight_or_more() -> None:
 
 
 def test_it_keeps_different_stories_about_the_same_company_apart() -> None:
-    result = features([
-        news("Infosys Q2 profit beats estimates"), news("Infosys wins large contract in Europe")
-    ])
+    result = features([news("Infosys Q2 profit beats estimates"), news("Infosys wins large contract in Europe")])
     assert result.unique_count == 2
     assert result.raw_count == result.unique_count + sum(item.duplicates for item in result.items)
 
 
 def test_recency_weight_halves_every_half_life() -> None:
     stories = ["Jefferies upgrade", "CLSA downgrade", "Sensex rallies"]
-    result = features(
-        [news(story, days_ago=3.0 * age) for age, story in enumerate(stories)], half_life_days=3.0
-    )
+    result = features([news(story, days_ago=3.0 * age) for age, story in enumerate(stories)], half_life_days=3.0)
     weights = [item.recency_weight for item in result.items]
     assert weights == pytest.approx([1.0, 0.5, 0.25])
 
@@ -226,9 +220,7 @@ def test_net_sentiment_is_the_recency_weighted_mean_with_market_news_at_half_wei
 
 
 def test_it_never_looks_past_as_of() -> None:
-    future = NewsInput(
-        headline="Fraud at TCS", source="Wire", published_at=AS_OF + dt.timedelta(seconds=1)
-    )
+    future = NewsInput(headline="Fraud at TCS", source="Wire", published_at=AS_OF + dt.timedelta(seconds=1))
     result = features([future, news("TCS beats estimates", days_ago=1.0)])
     assert [item.headline for item in result.items] == ["TCS beats estimates"]
     assert result.raw_count == 1
@@ -250,11 +242,13 @@ def test_it_reads_as_of_and_never_the_clock() -> None:
 
 
 def test_items_come_newest_first_with_counts_by_class() -> None:
-    result = features([
-        news("TCS Q2 net profit beats estimates", days_ago=3.0),
-        news("Nomura downgrades TCS", days_ago=1.0),
-        news("RBI policy: repo rate unchanged", days_ago=2.0, scope="market"),
-    ])
+    result = features(
+        [
+            news("TCS Q2 net profit beats estimates", days_ago=3.0),
+            news("Nomura downgrades TCS", days_ago=1.0),
+            news("RBI policy: repo rate unchanged", days_ago=2.0, scope="market"),
+        ]
+    )
     assert [item.event_class for item in result.items] == ["rating", "macro", "earnings"]
     assert result.by_class == {**dict.fromkeys(EVENT_CLASSES, 0), "rating": 1, "macro": 1, "earnings": 1}
 

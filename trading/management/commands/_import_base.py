@@ -20,9 +20,7 @@ class ImportCommand(BaseCommand):
 
     def handle(self, *args, path: Path, dry_run: bool, **options) -> None:
         try:
-            report = type(self).importer(
-                path, dry_run=dry_run, actor_label=f"manage.py {self._command_name()}"
-            )
+            report = type(self).importer(path, dry_run=dry_run, actor_label=f"manage.py {self._command_name()}")
         except ImportFileError as error:
             raise CommandError(str(error)) from None
         for line in report.problem_lines():

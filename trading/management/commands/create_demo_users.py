@@ -9,9 +9,7 @@ class Command(BaseCommand):
     help = "Create the demo users viewer, approver and admin. New passwords are printed once."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument(
-            "--reset-passwords", action="store_true", help="give every demo user a new password"
-        )
+        parser.add_argument("--reset-passwords", action="store_true", help="give every demo user a new password")
 
     def handle(self, *args, reset_passwords: bool, **options) -> None:
         for login in create_demo_users(reset_passwords=reset_passwords):

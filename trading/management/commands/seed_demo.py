@@ -13,9 +13,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--seed", type=int, default=7, help="random seed (default 7)")
-        parser.add_argument(
-            "--reset", action="store_true", help="delete the demo universe first, then load it again"
-        )
+        parser.add_argument("--reset", action="store_true", help="delete the demo universe first, then load it again")
 
     def handle(self, *args, seed: int, reset: bool, **options) -> None:
         report = seed_demo(seed=seed, reset=reset)

@@ -1,0 +1,372 @@
+"""The agent stages the orchestrator calls: analysts, bull/bear cases, rebuttals, the judge, the trader.
+
+Each stage builds its requests (``prompts``), asks through ``structured_call`` with the ticker and
+fence guards as validation, and returns pydantic outputs or raises ``StageFailed``. The calls of
+one stage run in threads: they wait on the network, not on the CPU. Calibration, price anchoring
+and the thesis validator are the orchestrator's (``trading.domain``); nothing here trusts a number
+a model restated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+from pydantic import BaseModel
+
+from agents.domain.hygiene import fence_guard, ticker_guard
+from agents.domain.llm import (
+    Budget,
+    CallRecord,
+    ModelChoice,
+    ModelError,
+    NullRecorder,
+    Recorder,
+    RetryPolicy,
+    StageFailed,
+    structured_call,
+)
+from agents.domain.prompts import (
+    ANALYST_ROLES,
+    analyst_request,
+    bear_rebuttal_request,
+    bear_request,
+    bull_rebuttal_request,
+    bull_request,
+    manager_request,
+    self_critique_request,
+    trader_request,
+)
+from agents.domain.schemas import AnalystNote, BearCase, BullCase, DebateResult, ModelRequest, TradeThesis
+from trading.domain.schemas import FeatureBundle
+
+__all__ = [
+    "ABSTAIN_CONFIDENCE",
+    "ABSTAIN_MODEL",
+    "CONFIDENCE_FLOOR",
+    "DEEP_CONVICTION",
+    "QUORUM",
+    "AnalystResult",
+    "abstention",
+    "build_cases",
+    "judge",
+    "propose_thesis",
+    "quorum_met",
+    "rebut_cases",
+    "run_analysts",
+    "successful_notes",
+]
+
+T = TypeVar("T", bound=BaseModel)
+First = TypeVar("First")
+Second = TypeVar("Second")
+AnalystResult = AnalystNote | StageFailed
+
+CONFIDENCE_FLOOR = 0.40
+ABSTAIN_CONFIDENCE = 0.15
+ABSTAIN_MODEL = "deterministic-abstain"
+DEEP_CONVICTION = 0.75
+QUORUM = 3
+OFFLINE_PROVIDER = "offline"
+
+
+class _ReplyModel:
+    """Forwards every record and remembers which model gave the accepted reply (for ``model_used``)."""
+
+    def __init__(self, inner: Recorder) -> None:
+        self.inner = inner
+        self.model = ""
+
+    def record(self, call: CallRecord) -> None:
+        self.inner.record(call)
+        if call.ok:
+            self.model = call.model
+
+
+def _guard(symbol: str, *, role: str | None = None, other_symbols: Collection[str] = ()) -> Callable[[BaseModel], None]:
+    """Validation for ``structured_call``: right instrument, no fence markers, and the asked role."""
+
+    def check(output: BaseModel) -> None:
+        ticker_guard(symbol, output, other_symbols=other_symbols, check_text=bool(other_symbols))
+        fence_guard(output)
+        if role is not None and getattr(output, "role", role) != role:
+            raise ValueError(f"role is {getattr(output, 'role', None)!r} but this call asked the {role} analyst")
+
+    return check
+
+
+def _ask(
+    choice: ModelChoice,
+    request: ModelRequest,
+    schema: type[T],
+    *,
+    recorder: Recorder,
+    budget: Budget | None,
+    retry: RetryPolicy | None,
+    validate: Callable[[BaseModel], None],
+) -> tuple[T, str]:
+    """One structured call; returns the output and the model that answered. Never leaks a ModelError."""
+    seen = _ReplyModel(recorder)
+    try:
+        output = structured_call(choice, request, schema, recorder=seen, budget=budget, retry=retry, validate=validate)
+    except ModelError as error:  # the budget ran out: structured_call lets that one through
+        raise StageFailed(f"{request.role}: {type(error).__name__}: {error}") from error
+    return output, seen.model
+
+
+def _pair(first: Callable[[], First], second: Callable[[], Second]) -> tuple[First, Second]:
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        first_future, second_future = pool.submit(first), pool.submit(second)
+        return first_future.result(), second_future.result()
+
+
+# --- stage 2: analysts ---------------------------------------------------------------------------
+
+
+def abstention(role: str, bundle: FeatureBundle) -> AnalystNote | None:
+    """The deterministic note for an analyst with nothing real to read, or None when it has data."""
+    if role == "sentiment" and not bundle.sentiment.positioning_feed_wired and not _has_news(bundle):
+        return _abstain(
+            "sentiment",
+            bundle.symbol,
+            "Abstaining: no options or FII/DII positioning feed is wired and there is no news to read sentiment from.",
+            ["positioning_feed_wired=false", f"news_items={bundle.sentiment.news_items}"],
+        )
+    if role == "fundamental" and not bundle.fundamentals.available:
+        return _abstain(
+            "fundamental",
+            bundle.symbol,
+            "Abstaining: no fundamentals source is wired, so no multiple is given and none is invented.",
+            ["fundamentals available=false"],
+        )
+    return None
+
+
+def _has_news(bundle: FeatureBundle) -> bool:
+    return bundle.sentiment.news_sentiment is not None and bundle.sentiment.news_items > 0
+
+
+def _abstain(role: str, symbol: str, summary: str, evidence: list[str]) -> AnalystNote:
+    return AnalystNote(
+        role=role,  # type: ignore[arg-type]
+        symbol=symbol,
+        stance=0.0,
+        confidence=ABSTAIN_CONFIDENCE,
+        summary=summary,
+        key_points=[summary],
+        evidence=evidence,
+        model_used=ABSTAIN_MODEL,
+        abstained=True,
+    )
+
+
+def _analyst(
+    choice: ModelChoice,
+    role: str,
+    bundle: FeatureBundle,
+    *,
+    memory_block: str,
+    recorder: Recorder,
+    budget: Budget | None,
+    retry: RetryPolicy | None,
+) -> AnalystResult:
+    request = analyst_request(role, bundle, memory_block=memory_block)
+    validate = _guard(bundle.symbol, role=role)
+    try:
+        note, model = _ask(
+            choice, request, AnalystNote, recorder=recorder, budget=budget, retry=retry, validate=validate
+        )
+        note = note.model_copy(update={"model_used": model})
+        if note.confidence < CONFIDENCE_FLOOR and choice.client.provider != OFFLINE_PROVIDER:
+            note = _self_critique(choice, request, note, recorder=recorder, budget=budget, retry=retry)
+    except StageFailed as failure:
+        return failure
+    return note
+
+
+def _self_critique(
+    choice: ModelChoice,
+    request: ModelRequest,
+    note: AnalystNote,
+    *,
+    recorder: Recorder,
+    budget: Budget | None,
+    retry: RetryPolicy | None,
+) -> AnalystNote:
+    """Exactly one review pass. If the review itself fails, the original (valid) note stands."""
+    review = self_critique_request(request, note)
+    validate = _guard(request.symbol, role=note.role)
+    try:
+        reviewed, model = _ask(
+            choice, review, AnalystNote, recorder=recorder, budget=budget, retry=retry, validate=validate
+        )
+    except StageFailed:
+        return note
+    return reviewed.model_copy(update={"model_used": model})
+
+
+def run_analysts(
+    choice: ModelChoice,
+    bundle: FeatureBundle,
+    *,
+    memory_block: str = "",
+    recorder: Recorder | None = None,
+    budget: Budget | None = None,
+    max_workers: int = 4,
+    retry: RetryPolicy | None = None,
+) -> dict[str, AnalystResult]:
+    """The four analysts, concurrently. A failed analyst comes back as its ``StageFailed`` so the
+    caller can apply the quorum; abstentions are notes made without a model call."""
+    recorder = recorder or NullRecorder()
+    results: dict[str, AnalystResult] = {}
+    calling: list[str] = []
+    for role in ANALYST_ROLES:
+        note = abstention(role, bundle)
+        if note is None:
+            calling.append(role)
+        else:
+            results[role] = note
+    if calling:
+        with ThreadPoolExecutor(max_workers=max(1, max_workers)) as pool:
+            futures = {
+                role: pool.submit(
+                    _analyst,
+                    choice,
+                    role,
+                    bundle,
+                    memory_block=memory_block,
+                    recorder=recorder,
+                    budget=budget,
+                    retry=retry,
+                )
+                for role in calling
+            }
+            results.update({role: future.result() for role, future in futures.items()})
+    return {role: results[role] for role in ANALYST_ROLES}
+
+
+def quorum_met(results: Mapping[str, AnalystResult]) -> bool:
+    """At least three of four analysts returned a note; an abstention is a note."""
+    return len(successful_notes(results)) >= QUORUM
+
+
+def successful_notes(results: Mapping[str, AnalystResult]) -> list[AnalystNote]:
+    return [result for result in results.values() if isinstance(result, AnalystNote)]
+
+
+# --- stage 5: debate -----------------------------------------------------------------------------
+
+
+def build_cases(
+    choice: ModelChoice,
+    notes: Sequence[AnalystNote],
+    bundle: FeatureBundle,
+    *,
+    memory_block: str = "",
+    recorder: Recorder | None = None,
+    budget: Budget | None = None,
+    retry: RetryPolicy | None = None,
+) -> tuple[BullCase, BearCase]:
+    """Bull and bear build their cases at the same time; either failing fails the stage."""
+    recorder = recorder or NullRecorder()
+    validate = _guard(bundle.symbol)
+
+    def bull() -> BullCase:
+        request = bull_request(notes, bundle, memory_block=memory_block)
+        return _ask(choice, request, BullCase, recorder=recorder, budget=budget, retry=retry, validate=validate)[0]
+
+    def bear() -> BearCase:
+        request = bear_request(notes, bundle, memory_block=memory_block)
+        return _ask(choice, request, BearCase, recorder=recorder, budget=budget, retry=retry, validate=validate)[0]
+
+    return _pair(bull, bear)
+
+
+def rebut_cases(
+    choice: ModelChoice,
+    bull: BullCase,
+    bear: BearCase,
+    *,
+    memory_block: str = "",
+    recorder: Recorder | None = None,
+    budget: Budget | None = None,
+    retry: RetryPolicy | None = None,
+) -> tuple[BullCase, BearCase]:
+    """One bounded rebuttal round; a side whose rebuttal fails keeps its initial case."""
+    recorder = recorder or NullRecorder()
+    validate = _guard(bull.symbol)
+
+    def bull_rebuttal() -> BullCase:
+        request = bull_rebuttal_request(bull, bear, memory_block=memory_block)
+        try:
+            return _ask(choice, request, BullCase, recorder=recorder, budget=budget, retry=retry, validate=validate)[0]
+        except StageFailed:
+            return bull
+
+    def bear_rebuttal() -> BearCase:
+        request = bear_rebuttal_request(bear, bull, memory_block=memory_block)
+        try:
+            return _ask(choice, request, BearCase, recorder=recorder, budget=budget, retry=retry, validate=validate)[0]
+        except StageFailed:
+            return bear
+
+    return _pair(bull_rebuttal, bear_rebuttal)
+
+
+def judge(
+    choice: ModelChoice,
+    notes: Sequence[AnalystNote],
+    bull: BullCase,
+    bear: BearCase,
+    *,
+    anchors: Mapping[str, float | int | None] | None = None,
+    memory_block: str = "",
+    recorder: Recorder | None = None,
+    budget: Budget | None = None,
+    retry: RetryPolicy | None = None,
+) -> DebateResult:
+    """The research manager on the deep tier. The model's conviction is kept in both fields; the
+    orchestrator calibrates ``conviction`` afterwards and leaves ``proposed_conviction`` for audit."""
+    request = manager_request(notes, bull, bear, anchors=anchors, memory_block=memory_block)
+    result, _ = _ask(
+        choice,
+        request,
+        DebateResult,
+        recorder=recorder or NullRecorder(),
+        budget=budget,
+        retry=retry,
+        validate=_guard(bull.symbol),
+    )
+    return result.model_copy(update={"proposed_conviction": result.conviction})
+
+
+# --- stage 6: trader -----------------------------------------------------------------------------
+
+
+def propose_thesis(
+    choice: ModelChoice,
+    debate: DebateResult,
+    notes: Sequence[AnalystNote],
+    anchors: Mapping[str, float | int | None],
+    *,
+    other_symbols: Collection[str] = (),
+    memory_block: str = "",
+    recorder: Recorder | None = None,
+    budget: Budget | None = None,
+    retry: RetryPolicy | None = None,
+) -> TradeThesis:
+    """The trader; a high-conviction debate earns the deep model. With ``other_symbols`` (the rest
+    of the universe) the thesis text may not name another instrument either."""
+    tier = "deep" if debate.conviction >= DEEP_CONVICTION else "default"
+    request = trader_request(debate, notes, anchors, tier=tier, memory_block=memory_block)
+    thesis, _ = _ask(
+        choice,
+        request,
+        TradeThesis,
+        recorder=recorder or NullRecorder(),
+        budget=budget,
+        retry=retry,
+        validate=_guard(debate.symbol, other_symbols=other_symbols),
+    )
+    return thesis

@@ -1,0 +1,152 @@
+"""Glue between the pure model layer and the database: call records, budgets, replay, memory.
+
+Model calls of one stage run in threads. Those threads never touch the database: the recorder
+buffers each attempt in memory and the orchestrator flushes the buffer from its own thread after
+the stage, so a test transaction or a SQLite write lock can never deadlock a stage.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from collections.abc import Callable
+from decimal import Decimal
+
+from django.conf import settings
+from django.db.models import Sum
+from django.utils import timezone
+
+from agents.domain.llm import BudgetExceeded, CallRecord
+from agents.domain.memory import HybridIndex, MemoryHit, MemoryRecord
+from agents.domain.pricing import PriceTable
+from agents.domain.schemas import ModelReply
+from agents.models import MemoryEntry, ModelCall
+from agents.providers.replay import prompt_key
+
+
+class BufferedRecorder:
+    """Collects call records from any thread; ``flush`` writes them from the caller's thread."""
+
+    def __init__(self, *, run_id: int | None, prices: PriceTable) -> None:
+        self.run_id = run_id
+        self.prices = prices
+        self._lock = threading.Lock()
+        self._pending: list[CallRecord] = []
+        self.tokens = 0
+        self.cost = Decimal(0)
+
+    def record(self, call: CallRecord) -> None:
+        with self._lock:
+            self._pending.append(call)
+            self.tokens += call.input_tokens + call.output_tokens
+            self.cost += self.prices.cost(call.model, call.input_tokens, call.output_tokens, provider=call.provider)
+
+    def flush(self) -> int:
+        with self._lock:
+            pending, self._pending = self._pending, []
+        ModelCall.objects.bulk_create(
+            ModelCall(
+                run_id=self.run_id,
+                role=c.role,
+                symbol=c.symbol,
+                tier=c.tier,
+                provider=c.provider,
+                model=c.model,
+                prompt_key=prompt_key(c.role, c.system, c.prompt),
+                system=c.system,
+                prompt=c.prompt,
+                reply=c.reply,
+                input_tokens=c.input_tokens,
+                output_tokens=c.output_tokens,
+                cost=self.prices.cost(c.model, c.input_tokens, c.output_tokens, provider=c.provider),
+                latency_ms=c.latency_ms,
+                ok=c.ok,
+                error=c.error,
+                attempt=c.attempt,
+            )
+            for c in pending
+        )
+        return len(pending)
+
+
+class RunBudget:
+    """Stops further calls once the run's tokens or the day's cost are spent. The stored totals
+    are read once (in the orchestrator's thread); calls made since are counted by the recorder."""
+
+    def __init__(self, *, run_id: int, recorder: BufferedRecorder) -> None:
+        self.recorder = recorder
+        self.run_tokens_limit = settings.LLM["RUN_TOKEN_BUDGET"]
+        self.day_cost_limit = Decimal(str(settings.LLM["DAILY_COST_BUDGET"]))
+        run_calls = ModelCall.objects.filter(run_id=run_id).aggregate(i=Sum("input_tokens"), o=Sum("output_tokens"))
+        self.run_tokens_before = (run_calls["i"] or 0) + (run_calls["o"] or 0)
+        today = timezone.localdate()
+        self.day_cost_before = ModelCall.objects.filter(created_at__date=today).aggregate(c=Sum("cost"))[
+            "c"
+        ] or Decimal(0)
+
+    def check(self) -> None:
+        tokens = self.run_tokens_before + self.recorder.tokens
+        if self.run_tokens_limit and tokens >= self.run_tokens_limit:
+            raise BudgetExceeded(f"run token budget spent ({tokens:,} of {self.run_tokens_limit:,} tokens)")
+        cost = self.day_cost_before + self.recorder.cost
+        if self.day_cost_limit and cost >= self.day_cost_limit:
+            raise BudgetExceeded(f"daily cost budget spent ({cost:.4f} of {self.day_cost_limit:.2f})")
+
+
+def replay_lookup_for(symbol: str) -> Callable[[str], ModelReply | None]:
+    """Recorded replies for one instrument, keyed by prompt key (loaded once). Rejected replies are
+    kept too: replaying a run that needed a repair must see the same bad first answer. The first
+    recording of a prompt wins, so a replay reproduces the original run, not a later one."""
+    replies: dict[str, ModelReply] = {}
+    recorded = ModelCall.objects.filter(symbol=symbol).exclude(provider="replay").exclude(reply="").order_by("id")
+    for call in recorded:
+        replies.setdefault(
+            call.prompt_key,
+            ModelReply(
+                text=call.reply,
+                provider="replay",
+                model=call.model,
+                input_tokens=call.input_tokens,
+                output_tokens=call.output_tokens,
+            ),
+        )
+    return replies.get
+
+
+class _MemoryCache:
+    """One in-process index, extended with rows added since the last look, never rebuilt."""
+
+    def __init__(self) -> None:
+        self.index = HybridIndex()
+        self.last_id = 0
+        self.lock = threading.Lock()
+
+    def refresh(self) -> HybridIndex:
+        with self.lock:
+            fresh = list(MemoryEntry.objects.filter(id__gt=self.last_id).order_by("id"))
+            self.index.add_many(
+                MemoryRecord(
+                    id=row.pk,
+                    kind=row.kind,
+                    symbol=row.symbol or None,
+                    text=row.text,
+                    tags={str(k): str(v) for k, v in row.tags.items()},
+                    created_on=row.created_on,
+                )
+                for row in fresh
+            )
+            if fresh:
+                self.last_id = fresh[-1].pk
+            return self.index
+
+    def reset(self) -> None:
+        with self.lock:
+            self.index = HybridIndex()
+            self.last_id = 0
+
+
+memory_cache = _MemoryCache()
+
+
+def memory_search(query: str, *, symbol: str, as_of: dt.date, k: int = 5) -> list[MemoryHit]:
+    return memory_cache.refresh().search(query, k=k, symbol=symbol, as_of=as_of)

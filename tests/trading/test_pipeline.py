@@ -1,0 +1,141 @@
+"""Stages 1-7 end to end on the real services with the offline model."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management import call_command
+
+from agents.domain import roles
+from agents.domain.llm import StageFailed
+from agents.models import ModelCall
+from trading.models import PipelineRun, StageRun, Thesis
+from trading.pipeline import STAGES, pipeline_run_create, pipeline_run_execute
+
+
+@pytest.fixture
+def run(instrument_with_bars):
+    as_of = instrument_with_bars.bars.latest("date").date
+    return pipeline_run_create(instrument=instrument_with_bars, as_of=as_of, provider="offline")
+
+
+def _outputs(run):
+    return {s.stage: s.output for s in StageRun.objects.filter(run=run)}
+
+
+def test_an_offline_run_goes_from_features_to_a_sized_thesis(run):
+    finished = pipeline_run_execute(run.pk)
+
+    assert finished.status == PipelineRun.Status.COMPLETED, finished.failure_reason
+    outputs = _outputs(run)
+    assert list(outputs) == list(STAGES)
+    notes = outputs["analysts"]["notes"]
+    assert set(notes) == {"news", "sentiment", "technical", "fundamental"}
+    assert notes["fundamental"]["abstained"] and notes["fundamental"]["model_used"] == "deterministic-abstain"
+    assert notes["technical"]["model_used"] == "offline-rules"
+    thesis = Thesis.objects.get(run=run)
+    bundle = outputs["features"]["bundle"]
+    assert float(thesis.entry) == pytest.approx(bundle["technical"]["last_close"], abs=0.05)
+    stop_distance = abs(thesis.entry - thesis.stop)
+    assert float(stop_distance) == pytest.approx(2 * bundle["technical"]["atr_14"], abs=0.05)
+    assert abs(thesis.target - thesis.entry) == 2 * stop_distance
+    assert len(thesis.risk_checks) == 7
+    assert ModelCall.objects.filter(run=run, ok=True).count() >= 6
+
+
+def test_a_run_interrupted_after_the_analysts_resumes_without_duplicates(run):
+    pipeline_run_execute(run.pk, stop_after="analysts")
+    analyst_calls = ModelCall.objects.filter(run=run).count()
+    notes_before = _outputs(run)["analysts"]
+
+    finished = pipeline_run_execute(run.pk)
+
+    assert finished.status == PipelineRun.Status.COMPLETED
+    assert StageRun.objects.filter(run=run).count() == len(STAGES)
+    assert _outputs(run)["analysts"] == notes_before
+    assert ModelCall.objects.filter(run=run, role__in=["news", "technical"]).count() == analyst_calls
+    assert Thesis.objects.filter(run=run).count() == 1
+
+
+def test_a_finished_run_delivered_again_changes_nothing(run):
+    pipeline_run_execute(run.pk)
+    calls = ModelCall.objects.count()
+
+    again = pipeline_run_execute(run.pk)
+
+    assert again.status == PipelineRun.Status.COMPLETED
+    assert ModelCall.objects.count() == calls and Thesis.objects.count() == 1
+
+
+def test_two_failed_analysts_degrade_the_run_before_the_debate(run, monkeypatch):
+    real = roles.run_analysts
+
+    def two_fail(*args, **kwargs):
+        results = real(*args, **kwargs)
+        results["news"] = StageFailed("news: provider kept failing")
+        results["technical"] = StageFailed("technical: invalid output after one repair")
+        return results
+
+    monkeypatch.setattr(roles, "run_analysts", two_fail)
+    finished = pipeline_run_execute(run.pk)
+
+    assert finished.status == PipelineRun.Status.DEGRADED
+    assert "quorum" in finished.failure_reason
+    assert "debate" not in _outputs(run) and not Thesis.objects.exists()
+
+
+def test_a_broken_thesis_geometry_fails_closed_with_the_reason(run, monkeypatch):
+    real = roles.propose_thesis
+
+    def upside_down(*args, **kwargs):
+        thesis = real(*args, **kwargs)
+        return thesis.model_copy(update={"target": thesis.stop, "stop": thesis.target})
+
+    monkeypatch.setattr(roles, "propose_thesis", upside_down)
+    monkeypatch.setattr("trading.pipeline.anchor_levels", lambda thesis, **kwargs: thesis)
+    finished = pipeline_run_execute(run.pk)
+
+    assert finished.status == PipelineRun.Status.FAILED
+    assert finished.failure_reason.startswith("trader: thesis validator:")
+    assert not Thesis.objects.exists()
+
+
+def test_a_spent_token_budget_stops_the_run_with_a_clear_status(run, settings):
+    settings.LLM = {**settings.LLM, "RUN_TOKEN_BUDGET": 1}
+
+    finished = pipeline_run_execute(run.pk)
+
+    assert finished.status == PipelineRun.Status.FAILED
+    assert "budget" in finished.failure_reason
+
+
+def test_a_replayed_run_reproduces_the_recorded_one(run, instrument_with_bars):
+    pipeline_run_execute(run.pk)
+    replay = pipeline_run_create(instrument=instrument_with_bars, as_of=run.as_of, provider="replay")
+
+    finished = pipeline_run_execute(replay.pk)
+
+    assert finished.status == PipelineRun.Status.COMPLETED, finished.failure_reason
+    original, replayed = _outputs(run), _outputs(replay)
+    assert replayed["debate"] == original["debate"]
+    assert replayed["trader"] == original["trader"]
+
+
+def test_a_replay_without_a_recording_fails_instead_of_guessing(run, instrument_with_bars):
+    replay = pipeline_run_create(instrument=instrument_with_bars, as_of=run.as_of, provider="replay")
+
+    finished = pipeline_run_execute(replay.pk)
+
+    # The two analysts that call a model cannot be answered; the two abstainers need no model.
+    assert finished.status == PipelineRun.Status.DEGRADED
+    failures = _outputs(replay)["analysts"]["failures"]
+    assert set(failures) == {"news", "technical"}
+    assert all("ReplayMiss" in reason for reason in failures.values())
+
+
+def test_the_command_prints_a_readable_summary(instrument_with_bars, capsys):
+    call_command("run_pipeline", "RELIANCE")
+
+    out = capsys.readouterr().out
+    assert "→ COMPLETED" in out
+    assert "Debate:" in out and "Thesis:" in out and "Risk:" in out
+    assert "fundamental  stance +0.00  confidence 0.15 (abstained)" in out

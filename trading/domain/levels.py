@@ -1,0 +1,154 @@
+"""Trade levels set by code, not by the model: anchor entry/stop/target to price and ATR, then check them.
+
+The trader model owns direction, rationale and risks; it is not trusted to pick prices. Prices are
+Decimal and sit on the exchange tick grid. The thesis schema stores floats, so Decimal values are
+converted at this boundary only (``Decimal(str(x))`` reads a float back exactly as it printed).
+"""
+
+from __future__ import annotations
+
+from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Decimal
+from typing import Literal
+
+from agents.domain.schemas import Direction, TradeThesis
+
+__all__ = ["RoundingMode", "ThesisInvalid", "anchor_levels", "round_to_tick", "validate_thesis"]
+
+RoundingMode = Literal["nearest", "down", "up"]
+
+_DECIMAL_ROUNDING: dict[RoundingMode, str] = {
+    "nearest": ROUND_HALF_UP,
+    "down": ROUND_FLOOR,
+    "up": ROUND_CEILING,
+}
+
+
+class ThesisInvalid(ValueError):
+    """The thesis's price geometry is wrong; ``reason`` says how, in words a person can act on."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def round_to_tick(price: Decimal, tick: Decimal, *, mode: RoundingMode = "nearest") -> Decimal:
+    """``price`` on the ``tick`` grid: nearest (halves go up), or always down, or always up."""
+    if tick <= 0:
+        raise ValueError(f"tick must be positive, got {tick}")
+    ticks = (price / tick).to_integral_value(rounding=_DECIMAL_ROUNDING[mode])
+    return ticks * tick
+
+
+def _as_decimal(price: float) -> Decimal:
+    return Decimal(str(price))
+
+
+def _away_from_entry(direction: Direction) -> RoundingMode:
+    # A LONG's stop sits below entry, so "away" is down; a SHORT's sits above, so up.
+    return "down" if direction == "LONG" else "up"
+
+
+def _toward_entry(direction: Direction) -> RoundingMode:
+    return "up" if direction == "LONG" else "down"
+
+
+def _side(direction: Direction) -> int:
+    """+1 when profit lies above entry (LONG), -1 when below (SHORT)."""
+    return 1 if direction == "LONG" else -1
+
+
+def anchor_levels(
+    thesis: TradeThesis,
+    *,
+    last_price: Decimal,
+    atr: Decimal | None,
+    tick: Decimal,
+    stop_atr_multiple: Decimal = Decimal(2),
+    reward_multiple: Decimal = Decimal(2),
+) -> TradeThesis:
+    """A copy of ``thesis`` with entry, stop and target set from the last price and ATR.
+
+    - entry: the last price, rounded to the nearest tick.
+    - stop: ``stop_atr_multiple`` x ATR beyond entry, rounded to the tick *away* from entry. The
+      stop distance is then never narrower than the ATR asks for, so noise is less likely to
+      take the trade out; the rupee risk stays bounded because sizing divides by this distance.
+    - target: ``reward_multiple`` x the (rounded) stop distance past entry, rounded *toward*
+      entry so the reward is never overstated. With whole multiples it is already on the grid.
+
+    The model's own levels are kept (``levels_source`` stays "model") when ATR is unknown, when
+    the ATR distance is under half a tick (it would round the stop onto entry), or when a LONG's
+    stop or a SHORT's target would land at or below zero: none of those gives a meaningful anchor, and a sound thesis
+    should not be rejected for it. ``validate_thesis`` still checks whatever levels come out.
+    """
+    if last_price <= 0:
+        raise ValueError(f"last_price must be positive, got {last_price}")
+    if atr is None:
+        return thesis
+    if atr < 0:
+        raise ValueError(f"atr must not be negative, got {atr}")
+
+    stop_distance_raw = stop_atr_multiple * atr
+    if round_to_tick(stop_distance_raw, tick) == 0:
+        return thesis
+
+    direction = thesis.direction
+    side = _side(direction)
+    entry = round_to_tick(last_price, tick)
+    stop = round_to_tick(entry - side * stop_distance_raw, tick, mode=_away_from_entry(direction))
+    target = round_to_tick(entry + side * reward_multiple * abs(entry - stop), tick, mode=_toward_entry(direction))
+    if stop <= 0 or target <= 0:
+        return thesis
+    return thesis.model_copy(
+        update={
+            "entry": float(entry),
+            "stop": float(stop),
+            "target": float(target),
+            "levels_source": "atr-anchor",
+        }
+    )
+
+
+def _check_sides(direction: Direction, entry: Decimal, stop: Decimal, target: Decimal) -> None:
+    if stop == entry:
+        raise ThesisInvalid(f"stop equals entry (₹{entry}): the trade has no defined risk")
+    side = _side(direction)
+    if (entry - stop) * side < 0:
+        where = "below" if direction == "LONG" else "above"
+        raise ThesisInvalid(f"{direction} stop ₹{stop} must be {where} entry ₹{entry}")
+    if (target - entry) * side <= 0:
+        where = "above" if direction == "LONG" else "below"
+        raise ThesisInvalid(f"{direction} target ₹{target} must be {where} entry ₹{entry}")
+
+
+def _check_stop_distance(
+    entry: Decimal, stop: Decimal, *, atr: Decimal, max_stop_atr: Decimal, tick: Decimal | None
+) -> None:
+    limit = max_stop_atr * atr
+    # When the ATR bound is narrower than one tick, no tradable stop can meet it; that is the
+    # sub-tick ATR case where anchoring kept the model's levels, so the bound says nothing.
+    if tick is not None and limit < tick:
+        return
+    stop_distance = abs(entry - stop)
+    if stop_distance > limit:
+        raise ThesisInvalid(
+            f"stop ₹{stop} is ₹{stop_distance} from entry ₹{entry}, further than {max_stop_atr} x ATR ₹{atr} = ₹{limit}"
+        )
+
+
+def validate_thesis(
+    thesis: TradeThesis,
+    *,
+    atr: Decimal | None,
+    max_stop_atr: Decimal = Decimal(4),
+    tick: Decimal | None = None,
+) -> None:
+    """Raise ``ThesisInvalid`` unless the levels make a tradable geometry.
+
+    LONG needs stop < entry < target; SHORT needs target < entry < stop. When ATR is known the
+    stop may be at most ``max_stop_atr`` x ATR from entry. Pass ``tick`` to skip that distance
+    check when the bound is narrower than one tick (a sub-tick ATR, where no stop could meet it).
+    """
+    entry, stop, target = _as_decimal(thesis.entry), _as_decimal(thesis.stop), _as_decimal(thesis.target)
+    _check_sides(thesis.direction, entry, stop, target)
+    if atr is not None:
+        _check_stop_distance(entry, stop, atr=atr, max_stop_atr=max_stop_atr, tick=tick)

@@ -1,0 +1,380 @@
+"""Stages 1-7 of a pipeline run, each persisted before the next starts.
+
+A run resumes at its first unfinished stage: a finished stage's stored output is read back, never
+recomputed, so a retried or crashed run cannot duplicate a note, a debate or a thesis. Numbers by
+code, words by models: the models argue; calibration, prices, validation and size are computed
+here from stored data.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count, Max, Sum
+from django.utils import timezone
+
+from agents import recording
+from agents.domain import roles
+from agents.domain.llm import BudgetExceeded, LatencyClient, ModelChoice, StageFailed
+from agents.domain.memory import format_memory_block
+from agents.domain.offline import OfflineModel
+from agents.domain.pricing import PriceTable
+from agents.domain.prompts import anchors_from_bundle
+from agents.domain.schemas import AnalystNote, DebateResult, TradeThesis
+from agents.providers.factory import ProviderSettings, build_llm_client
+from trading import services
+from trading.audit import audit_record
+from trading.domain.calibration import calibrate_conviction
+from trading.domain.features import NoPriceData
+from trading.domain.levels import ThesisInvalid, anchor_levels, validate_thesis
+from trading.domain.risk import evaluate_risk
+from trading.domain.schemas import FeatureBundle
+from trading.events import DeskEvent, publish
+from trading.models import Instrument, PipelineRun, StageRun, Thesis
+from trading.portfolio import account_portfolio, default_account, risk_limits
+
+STAGES = ("features", "context", "analysts", "debate", "trader", "risk")
+PROVIDERS = ("offline", "replay", "anthropic", "openai", "ollama")
+DEFAULT_MODELS = {
+    "offline": ("offline-rules", "offline-rules"),
+    "replay": ("replay", "replay"),
+    "anthropic": ("claude-sonnet-4-5", "claude-opus-4-1"),
+    "openai": ("gpt-4.1-mini", "gpt-4.1"),
+    "ollama": ("llama3.1", "llama3.1"),
+}
+
+
+def run_group(run_id: int) -> str:
+    return f"run-{run_id}"
+
+
+def _publish(run: PipelineRun, kind: str, **data: Any) -> None:
+    publish(DeskEvent(kind=kind, data={"run_id": run.pk, **data}), group=run_group(run.pk))
+
+
+# --- creating and claiming runs ---------------------------------------------------------------
+
+
+def pipeline_run_create(*, instrument: Instrument, as_of: dt.date, provider: str, user=None) -> PipelineRun:
+    if provider not in PROVIDERS:
+        raise ValueError(f"unknown provider {provider!r}; choose one of {', '.join(PROVIDERS)}")
+    run = PipelineRun.objects.create(
+        instrument=instrument,
+        as_of=as_of,
+        provider=provider,
+        created_by=user if user and user.is_authenticated else None,
+    )
+    audit_record(
+        actor=user,
+        actor_label="" if user else "system",
+        action="run_created",
+        target=f"run {run.pk}",
+        details={"symbol": instrument.symbol, "as_of": as_of.isoformat(), "provider": provider},
+    )
+    return run
+
+
+def _claim(run_id: int) -> PipelineRun | None:
+    claimed = PipelineRun.objects.filter(
+        pk=run_id, status__in=[PipelineRun.Status.QUEUED, PipelineRun.Status.RUNNING]
+    ).update(status=PipelineRun.Status.RUNNING, started_at=timezone.now())
+    if not claimed:
+        return None
+    run = PipelineRun.objects.select_related("instrument").get(pk=run_id)
+    PipelineRun.objects.filter(pk=run_id).update(attempts=run.attempts + 1)
+    return run
+
+
+def _finish(run: PipelineRun, status: str, reason: str = "") -> None:
+    PipelineRun.objects.filter(pk=run.pk).update(status=status, failure_reason=reason, finished_at=timezone.now())
+    run.status, run.failure_reason = status, reason
+    _publish(run, "run.finished", status=status, reason=reason)
+
+
+# --- the model choice for a run -----------------------------------------------------------------
+
+
+def model_choice(provider: str, *, symbol: str) -> ModelChoice:
+    default_model, deep_model = DEFAULT_MODELS[provider]
+    if provider not in ("offline", "replay"):
+        # A real provider's model names are configurable; the offline and replay ones are not.
+        default_model = settings.LLM["DEFAULT_MODEL"] or default_model
+        deep_model = settings.LLM["DEEP_MODEL"] or deep_model
+    client = build_llm_client(
+        provider,
+        settings=ProviderSettings.from_sources(settings.LLM, os.environ),
+        replay_lookup=recording.replay_lookup_for(symbol) if provider == "replay" else None,
+        offline_client=OfflineModel(),
+    )
+    latency = settings.LLM.get("OFFLINE_LATENCY_MS", 0.0)
+    if provider == "offline" and latency:
+        client = LatencyClient(client, latency)
+    return ModelChoice(client=client, default_model=default_model, deep_model=deep_model)
+
+
+@dataclass
+class RunContext:
+    run: PipelineRun
+    choice: ModelChoice
+    recorder: recording.BufferedRecorder
+    budget: recording.RunBudget
+    outputs: dict[str, dict]
+
+    @property
+    def bundle(self) -> FeatureBundle:
+        return FeatureBundle.model_validate(self.outputs["features"]["bundle"])
+
+    @property
+    def notes(self) -> list[AnalystNote]:
+        return [AnalystNote.model_validate(n) for n in self.outputs["analysts"]["notes"].values()]
+
+
+# --- the stages ---------------------------------------------------------------------------------
+
+
+def _stage_features(ctx: RunContext) -> dict:
+    try:
+        bundle = services.feature_bundle_for(instrument=ctx.run.instrument, as_of=ctx.run.as_of)
+    except NoPriceData as error:
+        raise StageFailed(str(error)) from None
+    return {"bundle": bundle.model_dump(mode="json")}
+
+
+def _memory_query(instrument: Instrument, bundle: FeatureBundle) -> str:
+    t = bundle.technical
+    trend = "uptrend" if t.sma_50 and t.last_close > t.sma_50 else "downtrend"
+    return f"{instrument.symbol} {instrument.sector} {trend} breakout support resistance earnings"
+
+
+def _stage_context(ctx: RunContext) -> dict:
+    instrument = ctx.run.instrument
+    hits = recording.memory_search(_memory_query(instrument, ctx.bundle), symbol=instrument.symbol, as_of=ctx.run.as_of)
+    return {
+        "memory_block": format_memory_block(hits),
+        "memory_ids": [hit.record.id for hit in hits],
+    }
+
+
+def _stage_analysts(ctx: RunContext) -> dict:
+    results = roles.run_analysts(
+        ctx.choice,
+        ctx.bundle,
+        memory_block=ctx.outputs["context"]["memory_block"],
+        recorder=ctx.recorder,
+        budget=ctx.budget,
+    )
+    notes = {role: r.model_dump(mode="json") for role, r in results.items() if isinstance(r, AnalystNote)}
+    failures = {role: r.reason for role, r in results.items() if isinstance(r, StageFailed)}
+    return {"notes": notes, "failures": failures, "quorum": roles.quorum_met(results)}
+
+
+def _stage_debate(ctx: RunContext) -> dict:
+    notes, bundle = ctx.notes, ctx.bundle
+    memory_block = ctx.outputs["context"]["memory_block"]
+    common = {"recorder": ctx.recorder, "budget": ctx.budget, "memory_block": memory_block}
+    bull, bear = roles.build_cases(ctx.choice, notes, bundle, **common)
+    bull_final, bear_final = roles.rebut_cases(ctx.choice, bull, bear, **common)
+    verdict = roles.judge(ctx.choice, notes, bull_final, bear_final, anchors=anchors_from_bundle(bundle), **common)
+    calibrated = calibrate_conviction(verdict.conviction, verdict.winner, notes)
+    result = verdict.model_copy(
+        update={"conviction": calibrated.conviction, "proposed_conviction": calibrated.proposed}
+    )
+    return {
+        "bull_initial": bull.model_dump(mode="json"),
+        "bear_initial": bear.model_dump(mode="json"),
+        "bull": bull_final.model_dump(mode="json"),
+        "bear": bear_final.model_dump(mode="json"),
+        "result": result.model_dump(mode="json"),
+        "calibration": {
+            "proposed": calibrated.proposed,
+            "conviction": calibrated.conviction,
+            "opposing": calibrated.opposing,
+            "side_taking": calibrated.side_taking,
+            "haircut": calibrated.haircut,
+        },
+    }
+
+
+def _decimal(value: float | None) -> Decimal | None:
+    return None if value is None else Decimal(str(value))
+
+
+def _stage_trader(ctx: RunContext) -> dict:
+    bundle, instrument = ctx.bundle, ctx.run.instrument
+    debate = DebateResult.model_validate(ctx.outputs["debate"]["result"])
+    proposed = roles.propose_thesis(
+        ctx.choice,
+        debate,
+        ctx.notes,
+        anchors_from_bundle(bundle),
+        other_symbols=list(Instrument.objects.exclude(pk=instrument.pk).values_list("symbol", flat=True)),
+        recorder=ctx.recorder,
+        budget=ctx.budget,
+        memory_block=ctx.outputs["context"]["memory_block"],
+    )
+    atr = _decimal(bundle.technical.atr_14)
+    anchored = anchor_levels(
+        proposed, last_price=Decimal(str(bundle.technical.last_close)), atr=atr, tick=instrument.tick_size
+    )
+    try:
+        validate_thesis(anchored, atr=atr, tick=instrument.tick_size)
+    except ThesisInvalid as error:
+        raise StageFailed(f"thesis validator: {error}") from None
+    return {"proposed": proposed.model_dump(mode="json"), "thesis": anchored.model_dump(mode="json")}
+
+
+def _stage_risk(ctx: RunContext) -> dict:
+    run, instrument = ctx.run, ctx.run.instrument
+    thesis = TradeThesis.model_validate(ctx.outputs["trader"]["thesis"])
+    account = default_account()
+    decision = evaluate_risk(
+        direction=thesis.direction,
+        entry=Decimal(str(thesis.entry)),
+        stop=Decimal(str(thesis.stop)),
+        target=Decimal(str(thesis.target)),
+        lot_size=instrument.lot_size,
+        limits=risk_limits(account),
+        portfolio=account_portfolio(account),
+    )
+    summary = decision.to_dict()
+    Thesis.objects.get_or_create(
+        run=run,
+        defaults={
+            "instrument": instrument,
+            "direction": thesis.direction,
+            "conviction": Decimal(str(round(thesis.conviction, 4))),
+            "entry": Decimal(str(thesis.entry)),
+            "stop": Decimal(str(thesis.stop)),
+            "target": Decimal(str(thesis.target)),
+            "horizon_sessions": thesis.horizon_sessions,
+            "quantity": decision.quantity,
+            "risk_amount": decision.risk_amount.quantize(Decimal("0.01")),
+            "notional": decision.notional.quantize(Decimal("0.01")),
+            "risk_approved": decision.approved,
+            "risk_checks": summary["checks"],
+            "payload": thesis.model_dump(mode="json"),
+            "status": Thesis.Status.PENDING if decision.approved else Thesis.Status.REJECTED_BY_RISK,
+        },
+    )
+    return {"decision": summary}
+
+
+STAGE_FUNCTIONS: dict[str, Callable[[RunContext], dict]] = {
+    "features": _stage_features,
+    "context": _stage_context,
+    "analysts": _stage_analysts,
+    "debate": _stage_debate,
+    "trader": _stage_trader,
+    "risk": _stage_risk,
+}
+
+
+# --- running ------------------------------------------------------------------------------------
+
+
+def _start_stage(run: PipelineRun, stage: str) -> StageRun:
+    record, created = StageRun.objects.get_or_create(
+        run=run, stage=stage, defaults={"position": STAGES.index(stage), "status": StageRun.Status.RUNNING}
+    )
+    if not created:
+        StageRun.objects.filter(pk=record.pk).update(
+            status=StageRun.Status.RUNNING, error="", started_at=timezone.now()
+        )
+    _publish(run, "stage.started", stage=stage)
+    return record
+
+
+def _complete_stage(ctx: RunContext, record: StageRun, output: dict) -> None:
+    with transaction.atomic():
+        ctx.recorder.flush()
+        StageRun.objects.filter(pk=record.pk).update(
+            status=StageRun.Status.DONE, output=output, finished_at=timezone.now(), error=""
+        )
+    ctx.outputs[record.stage] = output
+    _publish(ctx.run, "stage.finished", stage=record.stage, status="done")
+
+
+def _fail_stage(ctx: RunContext, record: StageRun, reason: str) -> None:
+    with transaction.atomic():
+        ctx.recorder.flush()
+        StageRun.objects.filter(pk=record.pk).update(
+            status=StageRun.Status.FAILED, error=reason, finished_at=timezone.now()
+        )
+    _publish(ctx.run, "stage.finished", stage=record.stage, status="failed", reason=reason)
+
+
+def pipeline_run_execute(run_id: int, *, stop_after: str | None = None) -> PipelineRun | None:
+    """Run (or resume) one pipeline run. Returns None when the run is gone or already finished.
+
+    ``stop_after`` ends the call after that stage as if the process had died there (tests)."""
+    run = _claim(run_id)
+    if run is None:
+        return PipelineRun.objects.filter(pk=run_id).first()
+    done = {s.stage: s.output for s in StageRun.objects.filter(run=run, status=StageRun.Status.DONE)}
+    recorder = recording.BufferedRecorder(run_id=run.pk, prices=PriceTable.from_mapping(settings.LLM.get("PRICES", {})))
+    ctx = RunContext(
+        run=run,
+        choice=model_choice(run.provider, symbol=run.instrument.symbol),
+        recorder=recorder,
+        budget=recording.RunBudget(run_id=run.pk, recorder=recorder),
+        outputs=dict(done),
+    )
+    for stage in STAGES:
+        if stage in done:
+            continue
+        record = _start_stage(run, stage)
+        try:
+            output = STAGE_FUNCTIONS[stage](ctx)
+        except (StageFailed, BudgetExceeded) as error:
+            reason = getattr(error, "reason", None) or f"{type(error).__name__}: {error}"
+            _fail_stage(ctx, record, reason)
+            _finish(run, PipelineRun.Status.FAILED, f"{stage}: {reason}")
+            return run
+        _complete_stage(ctx, record, output)
+        if stage == "analysts" and not output["quorum"]:
+            _finish(run, PipelineRun.Status.DEGRADED, "quorum not met: fewer than 3 of 4 analyst notes")
+            return run
+        if stage == stop_after:
+            return run
+    _finish(run, PipelineRun.Status.COMPLETED)
+    return run
+
+
+def stale_runs_requeue(*, older_than: dt.timedelta, queue: str | None = None) -> list[int]:
+    """Queue again the runs whose worker died: still queued or running, with no stage activity
+    for ``older_than``. Resuming is safe because finished stages are read back, not redone."""
+    from trading.tasks import run_pipeline
+
+    cutoff = timezone.now() - older_than
+    candidates = PipelineRun.objects.filter(
+        status__in=[PipelineRun.Status.QUEUED, PipelineRun.Status.RUNNING], created_at__lt=cutoff
+    ).annotate(last_activity=Max("stages__started_at"))
+    stale = [run.pk for run in candidates if (run.last_activity or run.started_at or run.created_at) < cutoff]
+    for run_id in stale:
+        audit_record(action="run_requeued", target=f"run {run_id}", reason=f"no activity since {cutoff:%Y-%m-%d %H:%M}")
+        run_pipeline.apply_async((run_id,), queue=queue)
+    return stale
+
+
+def run_totals(run: PipelineRun) -> dict[str, Any]:
+    totals = run.model_calls.aggregate(
+        calls=Count("id"), input_tokens=Sum("input_tokens"), output_tokens=Sum("output_tokens"), cost=Sum("cost")
+    )
+    return {key: value or 0 for key, value in totals.items()}
+
+
+__all__ = [
+    "PROVIDERS",
+    "STAGES",
+    "pipeline_run_create",
+    "pipeline_run_execute",
+    "run_group",
+    "run_totals",
+]
