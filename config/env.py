@@ -6,6 +6,7 @@ the variable, never fall back silently to a default.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 
@@ -84,3 +85,13 @@ def env_list(
     if value is None or value == "":
         return list(default or [])
     return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def env_json(name: str, default: object = None, environ: Mapping[str, str] | None = None) -> object:
+    value = _raw(name, environ)
+    if value is None or value == "":
+        return default
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError as error:
+        raise ImproperlyConfigured(f"{name} is not valid JSON: {error.msg} at position {error.pos}.") from None

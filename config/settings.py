@@ -14,7 +14,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_float, env_int, env_list, env_str
+from config.env import env_bool, env_float, env_int, env_json, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("DESK_DATA_DIR", str(BASE_DIR / "var"))).resolve()
@@ -238,6 +238,9 @@ LLM = {
     # Budgets stop further calls with a clear status once spent (0 = no limit).
     "RUN_TOKEN_BUDGET": env_int("LLM_RUN_TOKEN_BUDGET", 400_000, minimum=0),
     "DAILY_COST_BUDGET": env_float("LLM_DAILY_COST_BUDGET", 25.0, minimum=0.0),
+    # Price per million tokens by model, e.g. {"claude-sonnet-4-5": {"input": 3, "output": 15}, "*": {...}};
+    # merged over the built-in defaults in agents/domain/pricing.py.
+    "PRICES": env_json("LLM_PRICES", {}),
     # Makes the offline model wait like a networked one (benchmarks, demos of the live run page).
     "OFFLINE_LATENCY_MS": env_float("LLM_OFFLINE_LATENCY_MS", 0.0, minimum=0.0),
 }

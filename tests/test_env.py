@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_float, env_int, env_list, env_str
+from config.env import env_bool, env_float, env_int, env_json, env_list, env_str
 
 
 def test_unset_variables_take_their_defaults():
@@ -30,6 +30,7 @@ def test_values_are_parsed_by_type():
         (lambda e: env_int("DEBUG", 1, environ=e, minimum=1), "0", "DEBUG=0 is below its minimum of 1"),
         (lambda e: env_float("DEBUG", 1.0, environ=e), "nan", "must be a finite number"),
         (lambda e: env_float("DEBUG", 1.0, environ=e), "1,5", "is not a number"),
+        (lambda e: env_json("DEBUG", environ=e), "{model: 1}", "DEBUG is not valid JSON"),
     ],
 )
 def test_a_bad_value_fails_loudly_naming_the_variable(reader, value, message):

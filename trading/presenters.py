@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 
+from trading.domain.risk import format_rupees
 from trading.domain.schemas import FeatureBundle, TechnicalFeatures
 
 NOT_ENOUGH = "n/a"
@@ -154,6 +156,16 @@ def run_summary_lines(run, totals: dict) -> list[str]:
     return lines
 
 
+def _risk_display(decision: dict | None) -> dict | None:
+    if decision is None:
+        return None
+    return {
+        **decision,
+        "risk_amount": format_rupees(Decimal(decision["risk_amount"])),
+        "notional": format_rupees(Decimal(decision["notional"])),
+    }
+
+
 def run_context(run, totals: dict) -> dict:
     """Everything the run page shows, read from the stored stage outputs."""
     outputs = run_outputs(run)
@@ -179,6 +191,6 @@ def run_context(run, totals: dict) -> dict:
         "memory_block": outputs.get("context", {}).get("memory_block", ""),
         "debate": outputs.get("debate"),
         "trader": outputs.get("trader"),
-        "risk": outputs.get("risk", {}).get("decision"),
+        "risk": _risk_display(outputs.get("risk", {}).get("decision")),
         "totals": totals,
     }

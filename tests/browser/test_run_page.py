@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from tests.conftest import PASSWORD
+from trading.models import PipelineRun
+from trading.pipeline import pipeline_run_execute
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def _log_in(page, live_server, username: str) -> None:
+    page.goto(f"{live_server.url}/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+
+
+def test_an_approver_starts_a_run_and_watches_its_stages_fill_in(
+    live_server, page, screenshot, approver, instrument_with_bars, settings
+):
+    settings.LLM = {**settings.LLM, "OFFLINE_LATENCY_MS": 150.0}
+    _log_in(page, live_server, "arjun")
+    page.click("text=Runs")
+    page.check("input[name=symbols][value=RELIANCE]")
+    page.click("text=Queue runs")
+
+    page.wait_for_selector("#run-status")
+    assert page.locator("#run-status").inner_text().lower() == "queued"
+    page.evaluate("window.__samePage = true")
+    run = PipelineRun.objects.get()
+
+    # The worker's part, played in a thread so the test needs no broker: the page must follow it.
+    worker = threading.Thread(target=pipeline_run_execute, args=(run.pk,))
+    worker.start()
+    page.wait_for_selector('li.stage.done[data-stage="analysts"]', timeout=30_000)
+    page.wait_for_selector("#risk", timeout=30_000)
+    worker.join(timeout=30)
+
+    assert page.evaluate("window.__samePage") is True
+    assert page.locator("#run-status").inner_text().lower() == "completed"
+    assert page.locator("section.note").count() == 4
+    assert page.locator("#risk li").count() == 7
+    screenshot("run-page")
+
+
+def test_a_viewer_has_no_start_form(live_server, page, viewer, instrument_with_bars):
+    _log_in(page, live_server, "vera")
+    page.goto(f"{live_server.url}/runs/")
+
+    assert page.locator("#start-runs").count() == 0
+    assert "Pipeline runs" in page.content()
