@@ -9,6 +9,7 @@ here from stored data.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,8 +17,8 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import Count, Max, Sum
+from django.db import OperationalError, transaction
+from django.db.models import Count, F, Max, Sum
 from django.utils import timezone
 
 from agents import recording
@@ -39,6 +40,8 @@ from trading.domain.schemas import FeatureBundle
 from trading.events import DeskEvent, publish
 from trading.models import Instrument, PipelineRun, StageRun, Thesis
 from trading.portfolio import account_portfolio, default_account, risk_limits
+
+logger = logging.getLogger(__name__)
 
 STAGES = ("features", "context", "analysts", "debate", "trader", "risk")
 PROVIDERS = ("offline", "replay", "anthropic", "openai", "ollama")
@@ -84,12 +87,10 @@ def pipeline_run_create(*, instrument: Instrument, as_of: dt.date, provider: str
 def _claim(run_id: int) -> PipelineRun | None:
     claimed = PipelineRun.objects.filter(
         pk=run_id, status__in=[PipelineRun.Status.QUEUED, PipelineRun.Status.RUNNING]
-    ).update(status=PipelineRun.Status.RUNNING, started_at=timezone.now())
+    ).update(status=PipelineRun.Status.RUNNING, started_at=timezone.now(), attempts=F("attempts") + 1)
     if not claimed:
         return None
-    run = PipelineRun.objects.select_related("instrument").get(pk=run_id)
-    PipelineRun.objects.filter(pk=run_id).update(attempts=run.attempts + 1)
-    return run
+    return PipelineRun.objects.select_related("instrument").get(pk=run_id)
 
 
 def _finish(run: PipelineRun, status: str, reason: str = "") -> None:
@@ -334,6 +335,15 @@ def pipeline_run_execute(run_id: int, *, stop_after: str | None = None) -> Pipel
             output = STAGE_FUNCTIONS[stage](ctx)
         except (StageFailed, BudgetExceeded) as error:
             reason = getattr(error, "reason", None) or f"{type(error).__name__}: {error}"
+            _fail_stage(ctx, record, reason)
+            _finish(run, PipelineRun.Status.FAILED, f"{stage}: {reason}")
+            return run
+        except OperationalError:
+            raise  # the database blinked: the task retries and the run resumes at this stage
+        except Exception as error:
+            # A bug or a time limit must not leave the run "running" to be retried forever.
+            logger.exception("run %s failed in stage %s", run.pk, stage)
+            reason = f"internal error: {type(error).__name__}: {error}"
             _fail_stage(ctx, record, reason)
             _finish(run, PipelineRun.Status.FAILED, f"{stage}: {reason}")
             return run

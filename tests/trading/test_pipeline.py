@@ -139,3 +139,15 @@ def test_the_command_prints_a_readable_summary(instrument_with_bars, capsys):
     assert "→ COMPLETED" in out
     assert "Debate:" in out and "Thesis:" in out and "Risk:" in out
     assert "fundamental  stance +0.00  confidence 0.15 (abstained)" in out
+
+
+def test_an_unexpected_error_fails_the_run_instead_of_leaving_it_running(run, monkeypatch):
+    def broken(*args, **kwargs):
+        raise KeyError("bug")
+
+    monkeypatch.setattr(roles, "judge", broken)
+    finished = pipeline_run_execute(run.pk)
+
+    assert finished.status == PipelineRun.Status.FAILED
+    assert finished.failure_reason == "debate: internal error: KeyError: 'bug'"
+    assert StageRun.objects.get(run=run, stage="debate").status == "failed"
