@@ -17,9 +17,10 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from agents.domain.llm import BudgetExceeded, CallRecord
-from agents.domain.memory import HybridIndex, MemoryHit, MemoryRecord
+from agents.domain.memory import MemoryHit, MemoryRecord
 from agents.domain.pricing import PriceTable
 from agents.domain.schemas import ModelReply
+from agents.memory_chroma import MemoryIndex, build_memory_index
 from agents.models import MemoryEntry, ModelCall
 from agents.providers.replay import prompt_key
 
@@ -117,12 +118,14 @@ class _MemoryCache:
     """One in-process index, extended with rows added since the last look, never rebuilt."""
 
     def __init__(self) -> None:
-        self.index = HybridIndex()
+        self.index: MemoryIndex | None = None
         self.last_id = 0
         self.lock = threading.Lock()
 
-    def refresh(self) -> HybridIndex:
+    def refresh(self) -> MemoryIndex:
         with self.lock:
+            if self.index is None:
+                self.index = build_memory_index(settings.TRADING_MEMORY)
             fresh = list(MemoryEntry.objects.filter(id__gt=self.last_id).order_by("id"))
             self.index.add_many(
                 MemoryRecord(
@@ -141,7 +144,7 @@ class _MemoryCache:
 
     def reset(self) -> None:
         with self.lock:
-            self.index = HybridIndex()
+            self.index = None
             self.last_id = 0
 
 

@@ -22,18 +22,19 @@ clean state every time.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
-import json
+import multiprocessing
 import os
 import platform
 import shutil
 import sqlite3
 import statistics
-import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -61,7 +62,6 @@ OUTSIDE = "outside"  # claim, model choice, budget reads, events, finish: time b
 TARGET_RATIO = 1.15
 DEMO_SYMBOL = "RELIANCE"
 SYNTHETIC_TICK = 0.05
-READY, RESULT = "READY", "RESULT "
 
 
 # --- setting up Django against a throwaway database -----------------------------------------------
@@ -352,6 +352,42 @@ def print_overhead(timings: Sequence[RunTiming], create_ms: float) -> float:
     return mean
 
 
+def print_drift(timings: Sequence[RunTiming], budget_before: tuple[float, int]) -> None:
+    """Mean of the first and last tenth of the runs: a per-run cost that grows with the rows
+    already written shows up here, not in the mean. The suspect is timed on its own: the run
+    budget's read of today's model-call cost, taken once per run before the first stage."""
+    tenth = max(1, len(timings) // 10)
+    first, last = timings[:tenth], timings[-tenth:]
+
+    def mean_of(group: Sequence[RunTiming], stage: str | None = None) -> float:
+        return statistics.fmean(t.stages[stage] if stage else t.wall_ms for t in group)
+
+    print(
+        f"  drift: first {tenth} runs {mean_of(first):.1f} ms (outside {mean_of(first, OUTSIDE):.1f}), "
+        f"last {tenth} runs {mean_of(last):.1f} ms (outside {mean_of(last, OUTSIDE):.1f})"
+    )
+    (before_ms, before_rows), (after_ms, after_rows) = budget_before, budget_read_ms()
+    print(
+        f"  RunBudget() alone (sums today's ModelCall.cost): {before_ms:.1f} ms at {before_rows:,} rows, "
+        f"{after_ms:.1f} ms at {after_rows:,} rows"
+    )
+
+
+def budget_read_ms() -> tuple[float, int]:
+    """Best of three constructions of the run budget, and the model-call rows it had to read."""
+    from agents import recording
+    from agents.domain.pricing import PriceTable
+    from agents.models import ModelCall
+
+    recorder = recording.BufferedRecorder(run_id=None, prices=PriceTable.from_mapping({}))
+    times = []
+    for _ in range(3):
+        started = time.perf_counter()
+        recording.RunBudget(run_id=0, recorder=recorder)
+        times.append((time.perf_counter() - started) * 1000)
+    return min(times), ModelCall.objects.count()
+
+
 def print_analyst_calls(timings: Sequence[RunTiming]) -> None:
     """Which analysts reached the model: the synthetic names have no fundamentals, and sentiment
     abstains without news (the demo's market-wide headlines count as news)."""
@@ -360,51 +396,51 @@ def print_analyst_calls(timings: Sequence[RunTiming]) -> None:
     print(f"  runs whose analyst called the model: {shares}")
 
 
-def worker_processes(data_dir: Path, run_ids: Sequence[int], workers: int) -> tuple[float, list[float]]:
-    """Run ``run_ids`` split over ``workers`` processes on the same SQLite file. Each process sets
-    Django up first, then all start together, so start-up is not counted. Returns the wall seconds
-    from the first start to the last finish and every run's ms."""
-    shares = [list(run_ids[index::workers]) for index in range(workers)]
-    env = {**os.environ, "DESK_DATA_DIR": str(data_dir)}
-    command = [sys.executable, str(Path(__file__).resolve()), "--worker"]
-    children = [
-        subprocess.Popen(command, env=env, cwd=PROJECT_ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        for _ in shares
+def worker_processes(run_ids: Sequence[int], warm_up_ids: Sequence[int]) -> tuple[float, list[float]]:
+    """Run ``run_ids`` split over one forked process per warm-up run, all on the same SQLite file.
+
+    Forked, not spawned: the workers share the code the parent migrated with (files edited
+    while the bench runs cannot split the schema) and skip Django start-up. Each worker executes
+    its warm-up run, then all start together at a barrier. Returns the seconds from the first
+    start to the last finish and every run's ms."""
+    from django.db import connections
+
+    workers = len(warm_up_ids)
+    context = multiprocessing.get_context("fork")
+    barrier, results = context.Barrier(workers + 1), context.Queue()
+    connections.close_all()  # a forked child must open its own SQLite connection, never share one
+    processes = [
+        context.Process(target=worker_main, args=(warm_up, list(run_ids[index::workers]), barrier, results))
+        for index, warm_up in enumerate(warm_up_ids)
     ]
-    for child in children:
-        read_marked(child, READY)
-    for child, share in zip(children, shares, strict=True):
-        child.stdin.write(json.dumps(share) + "\n")
-        child.stdin.flush()
-    reports = [json.loads(read_marked(child, RESULT)) for child in children]
-    for child in children:
-        child.wait()
+    for process in processes:
+        process.start()
+    with contextlib.suppress(threading.BrokenBarrierError):  # a failed worker reports through the queue
+        barrier.wait(timeout=120)
+    reports = [results.get(timeout=600) for _ in processes]
+    for process in processes:
+        process.join()
+    failed = [r["error"] for r in reports if "error" in r]
+    if failed:
+        raise SystemExit(f"a worker process failed: {failed[0]}")
     elapsed = max(r["finished"] for r in reports) - min(r["started"] for r in reports)
     return elapsed, [wall for r in reports for wall in r["walls"]]
 
 
-def read_marked(child: subprocess.Popen, marker: str) -> str:
-    """The payload of the child's next line starting with ``marker`` (other output is passed on)."""
-    for line in child.stdout:
-        if line.startswith(marker):
-            return line[len(marker) :].strip()
-        sys.stdout.write(line)
-    raise SystemExit(f"worker {child.pid} exited (code {child.wait()}) before sending {marker.strip()}")
+def worker_main(warm_up_run: int, run_ids: list[int], barrier: object, results: object) -> None:
+    """One forked worker: warm up, wait for the others, execute ``run_ids``, report the timings."""
+    try:
+        execute_timed(warm_up_run)  # pays first-use costs, as the single-process warm-up did
+        barrier.wait(timeout=120)
+        started = time.monotonic()  # system-wide on Linux: comparable across the worker processes
+        walls = [execute_timed(run_id) for run_id in run_ids]
+        results.put({"started": started, "finished": time.monotonic(), "walls": walls})
+    except Exception as error:  # reported to the parent, which stops the bench with it
+        barrier.abort()
+        results.put({"error": f"{type(error).__name__}: {error}"})
 
 
-def worker_main() -> None:
-    """Child side of ``worker_processes``: execute the run ids it is sent, report the timings."""
-    use_throwaway_database(Path(os.environ["DESK_DATA_DIR"]))
-    set_latency(0.0)
-    execute_timed(-1)  # a missing run: imports the pipeline without doing work
-    print(READY, flush=True)
-    run_ids = json.loads(sys.stdin.readline())
-    started = time.monotonic()  # system-wide on Linux: comparable across the worker processes
-    walls = [execute_timed(run_id) for run_id in run_ids]
-    print(RESULT + json.dumps({"started": started, "finished": time.monotonic(), "walls": walls}), flush=True)
-
-
-def universe_section(data_dir: Path, args: argparse.Namespace) -> None:
+def universe_section(args: argparse.Namespace) -> None:
     from trading.domain.demo import DEMO_END, DEMO_START, trading_sessions
 
     sessions = trading_sessions(DEMO_START, DEMO_END)[-args.bars :]
@@ -422,11 +458,13 @@ def universe_section(data_dir: Path, args: argparse.Namespace) -> None:
     run_ids = create_runs(sample, sessions[-1])
     create_ms = (time.perf_counter() - created) * 1000 / len(run_ids)
     set_latency(0.0)
+    budget_before = budget_read_ms()
     loop_started = time.perf_counter()
     timings = describe_runs({run_id: execute_timed(run_id) for run_id in run_ids})
     loop_s = time.perf_counter() - loop_started
     check_completed(timings)
     mean = print_overhead(timings, create_ms)
+    print_drift(timings, budget_before)
     print_analyst_calls(timings)
     one_process = len(run_ids) / loop_s * 60
     print(
@@ -437,24 +475,36 @@ def universe_section(data_dir: Path, args: argparse.Namespace) -> None:
         f"  projection for {args.workers} worker processes on {cpu_count()} cores: at most "
         f"{one_process * min(args.workers, cpu_count()):,.0f} runs/minute (linear; ignores the SQLite write lock)"
     )
-    measure_workers(data_dir, sample, sessions[-1], args, one_process)
+    measure_workers(instruments, sessions[-1], args)
 
 
-def measure_workers(data_dir: Path, sample: Sequence[object], as_of: dt.date, args: argparse.Namespace,
-                    one_process: float) -> None:
+def measure_workers(sample: Sequence[object], as_of: dt.date, args: argparse.Namespace) -> None:
+    """Throughput with 1 and then N forked workers on the same number of fresh runs, so the ratio
+    compares like with like (same code path, nearly the same database size)."""
+    runs = min(args.scale_runs, len(sample))
+    print(f"  measured: forked worker processes on the same SQLite file, {runs} fresh runs per setting")
+    baseline = 0.0
+    for workers in sorted({1, args.workers}):
+        elapsed, walls = timed_workers(sample[:runs], as_of, workers)
+        measured = runs / elapsed * 60
+        baseline = baseline or measured
+        print(
+            f"    {workers} worker{'s' if workers > 1 else ' '}: {measured:>6,.0f} runs/minute "
+            f"= {measured / baseline:.2f}x one worker; per run mean {statistics.fmean(walls):.1f} ms, "
+            f"p95 {percentile(walls, 95):.1f} ms inside each worker"
+        )
+
+
+def timed_workers(sample: Sequence[object], as_of: dt.date, workers: int) -> tuple[float, list[float]]:
     from trading.models import PipelineRun
 
     run_ids = create_runs(sample, as_of)
-    elapsed, walls = worker_processes(data_dir, run_ids, args.workers)
+    warm_up_ids = create_runs(sample[:workers], as_of)
+    elapsed, walls = worker_processes(run_ids, warm_up_ids)
     statuses = Counter(PipelineRun.objects.filter(pk__in=run_ids).values_list("status", flat=True))
     if set(statuses) != {"completed"}:
         raise SystemExit(f"worker runs did not complete: {dict(statuses)}")
-    measured = len(run_ids) / elapsed * 60
-    print(
-        f"  measured with {args.workers} worker processes on the same SQLite file ({len(run_ids)} new runs): "
-        f"{measured:,.0f} runs/minute = {measured / one_process:.2f}x one process; per run mean "
-        f"{statistics.fmean(walls):.1f} ms, p95 {percentile(walls, 95):.1f} ms inside each worker"
-    )
+    return elapsed, walls
 
 
 # --- header and entry point ------------------------------------------------------------------------
@@ -462,6 +512,12 @@ def measure_workers(data_dir: Path, sample: Sequence[object], as_of: dt.date, ar
 
 def cpu_count() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def load_average() -> str:
+    """Other work on the machine shows up in every figure: say how busy it was."""
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.2f} (1 min), {five:.2f} (5 min)"
 
 
 def cpu_model() -> str:
@@ -480,7 +536,7 @@ def print_header(data_dir: Path, args: argparse.Namespace) -> None:
     desk = settings.DESK
     print(
         f"Machine: {cpu_count()} cores ({cpu_model()}), Python {platform.python_version()}, "
-        f"SQLite {sqlite3.sqlite_version} (WAL, synchronous=NORMAL)"
+        f"SQLite {sqlite3.sqlite_version} (WAL, synchronous=NORMAL); {load_average()}"
     )
     print(
         f"Settings: throwaway DB {data_dir / 'desk.sqlite3'}; provider offline; in-memory channel layer; "
@@ -500,21 +556,18 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--sample", type=int, default=500, help="instruments timed (one run each)")
     parser.add_argument("--news-share", type=float, default=0.3, help="share of instruments with own news")
     parser.add_argument("--workers", type=int, default=2, help="worker processes for the measured throughput")
+    parser.add_argument("--scale-runs", type=int, default=200, help="runs per worker-count setting")
     parser.add_argument("--seed", type=int, default=20_240_601)
     parser.add_argument("--keep", action="store_true", help="keep the temp directory (its path is printed)")
-    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.quick:
-        args.runs, args.sample = 2, 50
+        args.runs, args.sample, args.scale_runs = 2, 50, 50
     args.sample = min(args.sample, args.universe)
     return args
 
 
 def main() -> None:
     args = parse_arguments()
-    if args.worker:
-        worker_main()
-        return
     started = time.perf_counter()
     data_dir = Path(tempfile.mkdtemp(prefix="desk-bench-pipeline-"))
     try:
@@ -524,13 +577,13 @@ def main() -> None:
         call_command("migrate", verbosity=0)
         print_header(data_dir, args)
         concurrency_section(args.latencies, args.runs)
-        universe_section(data_dir, args)
+        universe_section(args)
     finally:
         if args.keep:
             print(f"\nKept {data_dir}")
         else:
             shutil.rmtree(data_dir, ignore_errors=True)
-    print(f"\nBench took {time.perf_counter() - started:.0f} s.")
+    print(f"\nBench took {time.perf_counter() - started:.0f} s; {load_average()} at the end.")
 
 
 if __name__ == "__main__":

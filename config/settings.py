@@ -12,6 +12,7 @@ import secrets
 from pathlib import Path
 
 import dj_database_url
+from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
 from config.env import env_bool, env_float, env_int, env_json, env_list, env_str
@@ -248,13 +249,33 @@ LLM = {
 STALE_RUN_MINUTES = env_int("DESK_STALE_RUN_MINUTES", 15, minimum=1)
 CELERY_BEAT_SCHEDULE = {
     "requeue-stale-runs": {"task": "trading.requeue_stale_runs", "schedule": 300.0},
+    "expire-theses": {"task": "trading.expire_theses", "schedule": 300.0},
+    # After the close (desk time zone): fill next-open orders, exit by stop/target/horizon, mark the rest.
+    "mark-positions": {"task": "trading.mark_positions", "schedule": crontab(hour=16, minute=30, day_of_week="1-5")},
 }
+
+# The agents' memory: "hybrid" (BM25 + hashed vectors, in process) or "chroma" (pip install chromadb).
+TRADING_MEMORY = env_str("TRADING_MEMORY", "hybrid")
 
 ACCOUNT = {
     "NAME": "paper",
     "CAPITAL": env_str("DESK_CAPITAL", "1000000"),
     "DAILY_LOSS_CAP_PCT": env_float("DESK_DAILY_LOSS_CAP_PCT", 2.0, minimum=0.0),
 }
+
+# --- Approval and the paper broker (stages 8-11) --------------------------------------------------
+BROKER = {
+    # A pending thesis can be approved for this long after it was made.
+    "THESIS_TTL_MINUTES": env_int("DESK_THESIS_TTL_MINUTES", 24 * 60, minimum=1),
+    # Approval is refused when the latest close has moved further than this many ATRs from the entry.
+    "STALE_ATR_MULTIPLE": env_float("DESK_STALE_ATR_MULTIPLE", 1.0, minimum=0.0),
+    "FILL_POLICY": env_str("DESK_FILL_POLICY", "next_open"),
+    "SLIPPAGE_BPS": env_str("DESK_SLIPPAGE_BPS", "5"),
+    # Overrides of the NSE delivery cost model, e.g. {"brokerage_flat": "20"}.
+    "COSTS": env_json("DESK_COSTS", {}),
+}
+if BROKER["FILL_POLICY"] not in ("next_open", "last_price"):
+    raise ImproperlyConfigured("DESK_FILL_POLICY must be next_open or last_price.")
 
 LOGGING = {
     "version": 1,

@@ -23,7 +23,12 @@ def _clean(values: np.ndarray) -> list[float | None]:
     return [None if not math.isfinite(v) else round(float(v), 4) for v in values]
 
 
-def price_chart(bars: pd.DataFrame, *, symbol: str, show_last: int = 260) -> dict:
+LEVEL_COLOURS = {"entry": "#1d4ed8", "stop": "#b91c1c", "target": "#15803d"}
+
+
+def price_chart(
+    bars: pd.DataFrame, *, symbol: str, show_last: int = 260, levels: dict[str, float] | None = None
+) -> dict:
     """Candlesticks with SMA 20/50/200 and Bollinger(20, 2). Indicators are computed on the whole
     frame (so the first visible bars are past warm-up) and only the last ``show_last`` are drawn."""
     series = universe_indicators(
@@ -56,7 +61,35 @@ def price_chart(bars: pd.DataFrame, *, symbol: str, show_last: int = 260) -> dic
                 "hoverinfo": "skip" if key.startswith("bb_") else "x+y+name",
             }
         )
+    shapes, annotations = [], []
+    for name, price in (levels or {}).items():
+        colour = LEVEL_COLOURS.get(name, "#334155")
+        shapes.append(
+            {
+                "type": "line",
+                "xref": "paper",
+                "x0": 0,
+                "x1": 1,
+                "y0": price,
+                "y1": price,
+                "line": {"color": colour, "width": 1.5, "dash": "dash"},
+            }
+        )
+        annotations.append(
+            {
+                "xref": "paper",
+                "x": 1,
+                "y": price,
+                "xanchor": "right",
+                "yanchor": "bottom",
+                "showarrow": False,
+                "text": f"{name} {price:,.2f}",
+                "font": {"color": colour, "size": 11},
+            }
+        )
     layout = {
+        "shapes": shapes,
+        "annotations": annotations,
         "margin": {"l": 50, "r": 20, "t": 10, "b": 30},
         "xaxis": {"rangeslider": {"visible": False}, "type": "category", "nticks": 12},
         "yaxis": {"title": {"text": "price"}, "fixedrange": False},

@@ -214,6 +214,10 @@ class PipelineRun(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveIntegerField(default=0)
+    strategy_run = models.ForeignKey(
+        "StrategyRun", on_delete=models.CASCADE, null=True, blank=True, related_name="pipeline_runs"
+    )
+    is_replay = models.BooleanField(default=False, help_text="made by a history replay, not live")
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -258,6 +262,9 @@ class Thesis(models.Model):
 
     class Status(models.TextChoices):
         PENDING = "pending"
+        APPROVED = "approved"
+        REJECTED = "rejected"
+        EXPIRED = "expired"
         REJECTED_BY_RISK = "risk_rejected"
 
     run = models.OneToOneField(PipelineRun, on_delete=models.CASCADE, related_name="thesis")
@@ -276,6 +283,12 @@ class Thesis(models.Model):
     payload = models.JSONField(help_text="the TradeThesis as validated")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING, db_index=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decision_comment = models.TextField(blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -283,3 +296,131 @@ class Thesis(models.Model):
 
     def __str__(self) -> str:
         return f"{self.direction} {self.instrument_id} ({self.conviction})"
+
+
+class Strategy(models.Model):
+    """A mandate: what to trade, how much to risk, how often to look."""
+
+    name = models.CharField(max_length=100, unique=True)
+    philosophy = models.TextField(help_text="the mandate in words; shown to the agents")
+    universe = models.ManyToManyField(Instrument, related_name="strategies")
+    schedule = models.CharField(max_length=64, default="weekdays 16:00", help_text="when the daily loop runs")
+    provider = models.CharField(max_length=32, blank=True, help_text="model provider; blank = the desk default")
+    is_active = models.BooleanField(default=True)
+    run_count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name_plural = "strategies"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class StrategyRun(models.Model):
+    class Decision(models.TextChoices):
+        PENDING = "pending"
+        HOLD = "hold"
+        REBALANCE = "rebalance"
+
+    strategy = models.ForeignKey(Strategy, on_delete=models.CASCADE, related_name="runs")
+    as_of = models.DateField()
+    decision = models.CharField(max_length=16, choices=Decision.choices, default=Decision.PENDING)
+    decision_reason = models.TextField(blank=True)
+    is_replay = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-as_of", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["strategy", "as_of", "is_replay"], name="strategy_run_once_per_day")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.strategy_id}@{self.as_of}={self.decision}"
+
+
+class Order(models.Model):
+    """An approved thesis on its way to the paper broker. One per thesis, ever."""
+
+    class Status(models.TextChoices):
+        WORKING = "working"
+        FILLED = "filled"
+        CANCELLED = "cancelled"
+
+    thesis = models.OneToOneField(Thesis, on_delete=models.PROTECT, related_name="order")
+    account = models.ForeignKey(Account, on_delete=models.PROTECT, related_name="orders")
+    instrument = models.ForeignKey(Instrument, on_delete=models.PROTECT, related_name="orders")
+    side = models.CharField(max_length=4)
+    quantity = models.PositiveIntegerField()
+    fill_policy = models.CharField(max_length=16)
+    slippage_bps = models.DecimalField(max_digits=8, decimal_places=2)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.WORKING, db_index=True)
+    placed_at = models.DateTimeField(auto_now_add=True)
+    placed_on = models.DateField(help_text="the trading day the order was placed")
+    fill_price = models.DecimalField(**PRICE, null=True, blank=True)
+    filled_on = models.DateField(null=True, blank=True)
+    costs = models.JSONField(default=dict, blank=True)
+    costs_total = models.DecimalField(max_digits=18, decimal_places=2, default=Decimal("0"))
+
+    class Meta:
+        ordering = ["-placed_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.side} {self.quantity} {self.instrument_id} ({self.status})"
+
+
+class Position(models.Model):
+    class Status(models.TextChoices):
+        OPEN = "open"
+        CLOSED = "closed"
+
+    account = models.ForeignKey(Account, on_delete=models.PROTECT, related_name="positions")
+    order = models.OneToOneField(Order, on_delete=models.PROTECT, related_name="position")
+    thesis = models.OneToOneField(Thesis, on_delete=models.PROTECT, related_name="position")
+    instrument = models.ForeignKey(Instrument, on_delete=models.PROTECT, related_name="positions")
+    direction = models.CharField(max_length=5)
+    quantity = models.PositiveIntegerField()
+    entry_price = models.DecimalField(**PRICE)
+    entry_costs = models.DecimalField(max_digits=18, decimal_places=2)
+    opened_on = models.DateField()
+    stop = models.DecimalField(**PRICE)
+    target = models.DecimalField(**PRICE)
+    horizon_sessions = models.PositiveIntegerField()
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.OPEN, db_index=True)
+    last_mark = models.DecimalField(**PRICE, null=True, blank=True)
+    unrealised_pnl = models.DecimalField(max_digits=18, decimal_places=2, default=Decimal("0"))
+    exit_price = models.DecimalField(**PRICE, null=True, blank=True)
+    exit_costs = models.DecimalField(max_digits=18, decimal_places=2, default=Decimal("0"))
+    closed_on = models.DateField(null=True, blank=True)
+    exit_reason = models.CharField(max_length=16, blank=True)
+    realised_pnl = models.DecimalField(max_digits=18, decimal_places=2, null=True, blank=True)
+    is_replay = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["-opened_on", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.direction} {self.quantity} {self.instrument_id} ({self.status})"
+
+    @property
+    def notional(self) -> Decimal:
+        return self.entry_price * self.quantity
+
+
+class PositionMark(models.Model):
+    """One daily mark: the PnL trajectory a later review reads."""
+
+    position = models.ForeignKey(Position, on_delete=models.CASCADE, related_name="marks")
+    date = models.DateField()
+    close = models.DecimalField(**PRICE)
+    unrealised_pnl = models.DecimalField(max_digits=18, decimal_places=2)
+
+    class Meta:
+        ordering = ["position", "date"]
+        constraints = [models.UniqueConstraint(fields=["position", "date"], name="mark_once_per_day")]
+
+    def __str__(self) -> str:
+        return f"{self.position_id}@{self.date}={self.unrealised_pnl}"

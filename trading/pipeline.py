@@ -31,6 +31,7 @@ from agents.domain.prompts import anchors_from_bundle
 from agents.domain.schemas import AnalystNote, DebateResult, TradeThesis
 from agents.providers.factory import ProviderSettings, build_llm_client
 from trading import services
+from trading.approvals import thesis_expiry
 from trading.audit import audit_record
 from trading.domain.calibration import calibrate_conviction
 from trading.domain.features import NoPriceData
@@ -242,7 +243,7 @@ def _stage_risk(ctx: RunContext) -> dict:
         target=Decimal(str(thesis.target)),
         lot_size=instrument.lot_size,
         limits=risk_limits(account),
-        portfolio=account_portfolio(account),
+        portfolio=account_portfolio(account, today=run.as_of),
     )
     summary = decision.to_dict()
     Thesis.objects.get_or_create(
@@ -262,6 +263,7 @@ def _stage_risk(ctx: RunContext) -> dict:
             "risk_checks": summary["checks"],
             "payload": thesis.model_dump(mode="json"),
             "status": Thesis.Status.PENDING if decision.approved else Thesis.Status.REJECTED_BY_RISK,
+            "expires_at": thesis_expiry(timezone.now()),
         },
     )
     return {"decision": summary}

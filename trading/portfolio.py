@@ -1,14 +1,17 @@
-"""What the risk engine reads about the book. Positions arrive with the paper broker (issue 4);
-until then the account row is the whole book: no open positions, no exposure, no loss today."""
+"""What the risk engine reads about the book: the account and its open positions."""
 
 from __future__ import annotations
 
+import datetime as dt
 from decimal import Decimal
 
 from django.conf import settings
+from django.db.models import DecimalField, F, Sum
+from django.db.models.functions import Coalesce
+from django.utils import timezone
 
 from trading.domain.risk import PortfolioState, RiskLimits
-from trading.models import Account
+from trading.models import Account, Position
 
 
 def default_account() -> Account:
@@ -35,11 +38,22 @@ def risk_limits(account: Account) -> RiskLimits:
     )
 
 
-def account_portfolio(account: Account) -> PortfolioState:
+def account_portfolio(account: Account, *, today: dt.date | None = None) -> PortfolioState:
+    """Exposure is marked at the latest close (entry price before the first mark); the day's loss
+    is the net realised PnL of positions closed on ``today`` when it is negative."""
+    account.refresh_from_db(fields=["cash"])
+    open_positions = Position.objects.filter(account=account, status=Position.Status.OPEN)
+    exposure = open_positions.aggregate(
+        value=Sum(F("quantity") * Coalesce("last_mark", "entry_price"), output_field=DecimalField())
+    )["value"] or Decimal(0)
+    day = today or timezone.localdate()
+    realised_today = Position.objects.filter(account=account, status=Position.Status.CLOSED, closed_on=day).aggregate(
+        total=Sum("realised_pnl")
+    )["total"] or Decimal(0)
     return PortfolioState(
         capital=account.capital,
         available_cash=account.cash,
-        open_positions=0,
-        gross_exposure=Decimal(0),
-        realised_loss_today=Decimal(0),
+        open_positions=open_positions.count(),
+        gross_exposure=exposure,
+        realised_loss_today=max(Decimal(0), -realised_today),
     )

@@ -194,3 +194,33 @@ def run_context(run, totals: dict) -> dict:
         "risk": _risk_display(outputs.get("risk", {}).get("decision")),
         "totals": totals,
     }
+
+
+def interpretation_hints(context: dict, thesis) -> list[str]:
+    """The quick interpretation guide, shown only where its pattern occurs."""
+    hints = []
+    notes = [n["note"] for n in context.get("notes", []) if n.get("note")]
+    side_taking = [n for n in notes if not n.get("abstained") and abs(n["stance"]) > 0.05]
+    if side_taking and len({n["stance"] > 0 for n in side_taking}) > 1:
+        hints.append(
+            "Mixed stances: genuine uncertainty. Conviction is already calibrated down; read the manager's "
+            "rationale and the falsifiers."
+        )
+    abstaining = [n["role"] for n in notes if n.get("abstained")]
+    if abstaining:
+        hints.append(
+            f"{' and '.join(r.capitalize() for r in abstaining)} abstaining: no real data for that factor. The "
+            "thesis rests on the other evidence; not a red flag by itself."
+        )
+    news = next((n for n in notes if n["role"] == "news" and not n.get("abstained")), None)
+    if news and news["stance"] <= -0.5 and news["confidence"] >= 0.6:
+        hints.append("News is confidently bearish: event-driven risk, the thesis may be fighting headwinds.")
+    conviction = float(thesis.conviction)
+    if not thesis.risk_approved:
+        hints.append("Risk rejected: a hard stop. The thesis breaks a portfolio rule; do not override.")
+    elif conviction > 0.75:
+        hints.append("High conviction and risk approved: the cleanest signal (the trader used the deep model).")
+    if conviction < 0.45:
+        hints.append("Low conviction: the debate was close or the panel diverged. Think twice.")
+    hints.append("Stop and target come from ATR (stop ≈ 2×ATR, target 2R): that is the volatility talking.")
+    return hints

@@ -5,11 +5,13 @@ import datetime as dt
 from celery import shared_task
 from django.conf import settings
 from django.db import OperationalError
+from django.db.models import Max
 
-from trading import services
+from trading import broker, services
+from trading.approvals import theses_expire
 from trading.domain.features import NoPriceData
 from trading.events import DeskEvent, publish
-from trading.models import Instrument
+from trading.models import DailyBar, Instrument, Order, Position
 from trading.pipeline import pipeline_run_execute, stale_runs_requeue
 
 
@@ -55,3 +57,37 @@ def run_pipeline(run_id: int) -> dict:
 @shared_task(name="trading.requeue_stale_runs")
 def requeue_stale_runs() -> list[int]:
     return stale_runs_requeue(older_than=dt.timedelta(minutes=settings.STALE_RUN_MINUTES))
+
+
+@shared_task(name="trading.fill_order")
+def fill_order(order_id: int) -> dict:
+    order = Order.objects.select_related("instrument", "thesis__run").filter(pk=order_id).first()
+    if order is None:
+        return {"status": "gone", "order_id": order_id}
+    position = broker.order_try_fill(order=order)
+    return {"status": order.status, "order_id": order_id, "position_id": position.pk if position else None}
+
+
+@shared_task(name="trading.mark_positions")
+def mark_positions(as_of: str | None = None) -> dict:
+    """The daily pass over the book, on the latest stored bar date unless told otherwise."""
+    day = dt.date.fromisoformat(as_of) if as_of else DailyBar.objects.aggregate(last=Max("date"))["last"]
+    if day is None:
+        return {"status": "no_data"}
+    return {"as_of": day.isoformat(), **broker.positions_mark(as_of=day)}
+
+
+@shared_task(name="trading.expire_theses")
+def expire_theses() -> int:
+    return theses_expire()
+
+
+@shared_task(name="trading.review_position")
+def review_position(position_id: int) -> dict:
+    from reviews.services import position_review
+
+    position = Position.objects.select_related("instrument", "thesis__run").filter(pk=position_id).first()
+    if position is None:
+        return {"status": "gone", "position_id": position_id}
+    review = position_review(position=position)
+    return {"status": "ok", "position_id": position_id, "review_id": review.pk, "outcome": review.outcome}

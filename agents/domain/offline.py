@@ -9,8 +9,10 @@ reason it cites headlines by their number in the prompt (h1, h2, …) and never 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from pydantic import BaseModel
@@ -24,10 +26,11 @@ from agents.domain.schemas import (
     DebateResult,
     ModelReply,
     ModelRequest,
+    TradeReviewDraft,
     TradeThesis,
 )
 
-__all__ = ["OFFLINE_MODEL", "OfflineModel"]
+__all__ = ["OFFLINE_MODEL", "OfflineModel", "reviewer_draft"]
 
 OFFLINE_MODEL = "offline-rules"
 HORIZON_SESSIONS = 10
@@ -737,6 +740,219 @@ def self_critique(symbol: str, evidence: Evidence) -> AnalystNote:
     return note.model_copy(update={"key_points": points, "model_used": OFFLINE_MODEL})
 
 
+# --- reviewer ------------------------------------------------------------------------------------
+
+# The approval screen's "high debate conviction" line: a stop-out above it is a calibration lesson.
+HIGH_CONVICTION = 0.75
+LOW_CONVICTION = 0.45
+MAX_REVIEW_LESSONS = 3
+# Beyond this multiple of the planned risk the stop did not fill at its price: the market gapped.
+GAP_R = Decimal("-1.05")
+
+# The rationale is model-written text. It is read only for these fixed trend phrasings and never
+# quoted, so hostile text can at most choose between canned lessons, never put words in a review.
+_SMA200 = r"sma[\s_-]?200"
+_AGAINST_TREND: dict[str, re.Pattern[str]] = {
+    "LONG": re.compile(
+        rf"(?:below|under|<)\s*(?:the\s+|its\s+|a\s+)?(?:falling\s+|declining\s+)?{_SMA200}"
+        rf"|(?:falling|declining)\s+{_SMA200}|{_SMA200}\s+(?:is\s+)?(?:falling|declining|sloping\s+down)"
+        r"|\bdown-?trend\b",
+        re.IGNORECASE,
+    ),
+    "SHORT": re.compile(
+        rf"(?:above|over|>)\s*(?:the\s+|its\s+|a\s+)?(?:rising\s+)?{_SMA200}"
+        rf"|rising\s+{_SMA200}|{_SMA200}\s+(?:is\s+)?(?:rising|sloping\s+up)"
+        r"|\bup-?trend\b",
+        re.IGNORECASE,
+    ),
+}
+
+
+@dataclass(frozen=True)
+class _ClosedTrade:
+    """The reviewer's evidence, read once; every number stays the string the prompt printed."""
+
+    symbol: str
+    direction: str
+    conviction: float
+    rationale: str
+    entry: str
+    stop: str
+    target: str
+    exit_price: str
+    exit_reason: str
+    outcome: str
+    pnl: str
+    target_pct: str
+    realised_pct: str
+    realised_r: str
+
+    @property
+    def r_multiple(self) -> Decimal | None:
+        try:
+            return Decimal(self.realised_r)
+        except (InvalidOperation, ValueError):
+            return None
+
+    @property
+    def high_conviction(self) -> bool:
+        return self.conviction >= HIGH_CONVICTION
+
+    @property
+    def against_trend(self) -> bool:
+        pattern = _AGAINST_TREND.get(self.direction)
+        return bool(pattern and pattern.search(self.rationale))
+
+
+def _closed_trade(symbol: str, evidence: Evidence) -> _ClosedTrade:
+    moves: Mapping[str, Any] = evidence.get("thesis_vs_outcome") or {}
+    return _ClosedTrade(
+        symbol=symbol,
+        direction=str(evidence.get("direction", "")),
+        conviction=float(evidence.get("conviction") or 0.0),
+        rationale=str(evidence.get("rationale") or ""),
+        entry=str(evidence.get("entry", "n/a")),
+        stop=str(evidence.get("stop", "n/a")),
+        target=str(evidence.get("target", "n/a")),
+        exit_price=str(evidence.get("exit_price", "n/a")),
+        exit_reason=str(evidence.get("exit_reason") or "unknown"),
+        outcome=str(evidence.get("outcome", "")),
+        pnl=str(evidence.get("realised_pnl", "n/a")),
+        target_pct=str(moves.get("predicted_target_pct", "n/a")),
+        realised_pct=str(moves.get("realised_pct", "n/a")),
+        realised_r=str(moves.get("realised_r", "n/a")),
+    )
+
+
+_EXIT_WORDS: dict[str, tuple[str, str]] = {
+    "target": ("reached its target", "target"),
+    "stop": ("was stopped out", "stop"),
+    "horizon": ("was closed at the end of its horizon", "target"),
+    "manual": ("was closed by hand", "stop"),
+}
+
+
+def _what_happened(trade: _ClosedTrade) -> str:
+    verb, level = _EXIT_WORDS.get(trade.exit_reason, (f"was closed ({trade.exit_reason})", "target"))
+    level_price = trade.target if level == "target" else trade.stop
+    return (
+        f"{trade.direction} {trade.symbol} {verb}: exit {trade.exit_price} against entry {trade.entry} "
+        f"({level} {level_price}), a {trade.realised_pct}% move ({trade.realised_r}R) for a realised P&L "
+        f"of ₹{trade.pnl}."
+    )
+
+
+def _verdict(trade: _ClosedTrade) -> str:
+    conviction = f"conviction {fmt(trade.conviction)}"
+    if trade.outcome == "win":
+        return f"The thesis ({conviction}) was realised: price moved the way the rationale said."
+    if trade.outcome == "loss":
+        reason = " and the rationale itself placed the entry against the SMA200 trend" if trade.against_trend else ""
+        return f"The thesis ({conviction}) was falsified: price went against it{reason}."
+    return (
+        f"The thesis ({conviction}) neither worked nor failed: price moved {trade.realised_pct}% where the "
+        f"target needed {trade.target_pct}%."
+    )
+
+
+def _win_lessons(trade: _ClosedTrade) -> list[str]:
+    if trade.exit_reason == "target":
+        lessons = [
+            f"What worked: the target {trade.target_pct}% from entry was reached for {trade.realised_r}R; keep "
+            f"this stop and target geometry for similar {trade.direction} setups."
+        ]
+    else:
+        lessons = [
+            f"The direction was right but the move ({trade.realised_pct}%) fell short of the target "
+            f"({trade.target_pct}%) before the {trade.exit_reason} exit; set targets the horizon can reach."
+        ]
+    if trade.conviction < LOW_CONVICTION:
+        lessons.append(
+            f"A low-conviction call ({fmt(trade.conviction)}) won; one win is not a reason to raise conviction "
+            "on this setup."
+        )
+    return lessons
+
+
+def _loss_lessons(trade: _ClosedTrade) -> list[str]:
+    lessons: list[str] = []
+    if trade.against_trend:
+        trend = "a falling" if trade.direction == "LONG" else "a rising"
+        lessons.append(
+            f"Trend filter: a {trade.direction} taken against {trend} SMA200 was falsified; take "
+            f"{trade.direction} trades with price on the trend's side of the SMA200, or cut conviction for "
+            "counter-trend entries."
+        )
+    if trade.high_conviction:
+        lessons.append(
+            f"Conviction {fmt(trade.conviction)} was not earned: a high-conviction {trade.direction} that ended at "
+            f"{trade.realised_r}R calls for a recheck of the evidence behind the score, not a larger size."
+        )
+    lessons.append(_loss_exit_lesson(trade))
+    return lessons
+
+
+def _loss_exit_lesson(trade: _ClosedTrade) -> str:
+    r_multiple = trade.r_multiple
+    if trade.exit_reason == "stop" and r_multiple is not None and r_multiple < GAP_R:
+        return (
+            f"The exit at {trade.realised_r}R was worse than the planned -1.00R: price gapped through the "
+            f"stop {trade.stop}, so gap risk belongs in the position size."
+        )
+    if trade.exit_reason == "stop":
+        return (
+            f"The stop {trade.stop} capped the loss at {trade.realised_r}R as planned; the entry needs one more "
+            "confirming signal before this setup is repeated."
+        )
+    if trade.exit_reason == "manual":
+        return (
+            f"Closed by hand at {trade.realised_r}R before the stop; write down why, so the reason can become a rule."
+        )
+    return (
+        f"Price drifted {trade.realised_pct}% against the thesis without reaching the stop or the target; cut a "
+        "thesis that shows no progress toward its target before the horizon runs out."
+    )
+
+
+def _scratch_lessons(trade: _ClosedTrade) -> list[str]:
+    if trade.exit_reason == "horizon":
+        lessons = [
+            f"Thesis had no catalyst within the horizon: price moved {trade.realised_pct}% where the target "
+            f"needed {trade.target_pct}%; require a dated catalyst or a shorter horizon."
+        ]
+    elif trade.exit_reason == "manual":
+        lessons = [
+            f"Closed by hand near flat (₹{trade.pnl}); an exit with no falsifier hit teaches little unless its "
+            "reason is written down."
+        ]
+    else:
+        lessons = [
+            f"The {trade.exit_reason} exit at {trade.exit_price} left only ₹{trade.pnl} after costs; levels this "
+            "close to entry are too tight for the charges."
+        ]
+    if trade.high_conviction:
+        lessons.append(f"Conviction {fmt(trade.conviction)} was too high for a trade that went nowhere.")
+    return lessons
+
+
+_LESSONS_BY_OUTCOME: dict[str, Callable[[_ClosedTrade], list[str]]] = {
+    "win": _win_lessons,
+    "loss": _loss_lessons,
+    "scratch": _scratch_lessons,
+}
+
+
+def reviewer_draft(symbol: str, evidence: Evidence) -> TradeReviewDraft:
+    """A critique and one to three lessons from the facts alone: what happened, then the verdict."""
+    trade = _closed_trade(symbol, evidence)
+    lessons = _LESSONS_BY_OUTCOME.get(trade.outcome, _scratch_lessons)(trade)
+    return TradeReviewDraft(
+        symbol=symbol,
+        critique=_short(f"{_what_happened(trade)} {_verdict(trade)}", 1000),
+        lessons=[_short(lesson) for lesson in lessons][:MAX_REVIEW_LESSONS],
+    )
+
+
 _RULES: dict[str, Callable[[str, Evidence], BaseModel]] = {
     "news": news_note,
     "sentiment": sentiment_note,
@@ -749,4 +965,5 @@ _RULES: dict[str, Callable[[str, Evidence], BaseModel]] = {
     "manager": manager_result,
     "trader": trader_thesis,
     "self_critique": self_critique,
+    "reviewer": reviewer_draft,
 }

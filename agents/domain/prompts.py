@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
+from decimal import Decimal
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -23,6 +24,7 @@ from agents.domain.schemas import (
     DebateResult,
     ModelRequest,
     Tier,
+    TradeReviewDraft,
     TradeThesis,
 )
 from trading.domain.schemas import FeatureBundle
@@ -46,6 +48,7 @@ __all__ = [
     "manager_request",
     "news_request",
     "rebuttal_request",
+    "reviewer_request",
     "self_critique_request",
     "sentiment_request",
     "signed",
@@ -110,6 +113,12 @@ _JOBS: dict[str, str] = {
     "self_critique": (
         "You are the same analyst, reviewing your own note once. Ask what would change your stance and "
         "whether the low confidence is justified, then return the final note."
+    ),
+    "reviewer": (
+        "You are the Reviewer. A position has closed. Critique the thesis against what happened: what it "
+        "got right, what it got wrong, and write one to five short, actionable lessons for future runs. "
+        "The outcome, the realised P&L and the predicted-vs-realised moves are facts computed by code: "
+        "reason from them, never dispute them, and restate no other outcome or P&L."
     ),
 }
 
@@ -530,3 +539,59 @@ def trader_request(
         "anchors": levels,
     }
     return _request("trader", symbol, TradeThesis, sections, evidence, memory_block=memory_block, tier=tier)
+
+
+# --- stage 12: reviewer --------------------------------------------------------------------------
+
+
+def _money(value: Decimal | float) -> str:
+    """Prices and rupees at two decimals, so Decimal rows and float theses print alike."""
+    return f"{Decimal(str(value)):.2f}"
+
+
+def reviewer_request(
+    *,
+    symbol: str,
+    direction: str,
+    entry: Decimal | float,
+    stop: Decimal | float,
+    target: Decimal | float,
+    conviction: Decimal | float,
+    rationale: str,
+    exit_price: Decimal | float,
+    exit_reason: str,
+    outcome: str,
+    realised_pnl: Decimal | float,
+    thesis_vs_outcome: Mapping[str, str],
+    memory_block: str = "",
+) -> ModelRequest:
+    """The closed trade: the thesis numbers, its rationale (model-written, so fenced) and the outcome
+    facts. Every number is handed over; the model writes only a critique and lessons."""
+    levels = {"entry": _money(entry), "stop": _money(stop), "target": _money(target)}
+    closed = {
+        "outcome": outcome,
+        "exit_reason": exit_reason or "unknown",
+        "exit_price": _money(exit_price),
+        "realised_pnl": _money(realised_pnl),
+    }
+    # Computed by code, but typed as free strings: neutralised like any text printed outside a fence.
+    moves = {neutralise(str(key)): neutralise(str(value)) for key, value in thesis_vs_outcome.items()}
+    sections = [
+        f"symbol={symbol}",
+        f"thesis: direction={direction} conviction={fmt(float(conviction))} {_pairs(levels)}",
+        f"thesis rationale (model-written):\n{_fenced([rationale] if rationale.strip() else [])}",
+        f"outcome (facts computed by code; realised_pnl in rupees, net of costs): {_pairs(closed)}",
+        f"predicted vs realised (% price moves from entry; realised_r in multiples of the risk): {_pairs(moves)}",
+        "Task: Critique the thesis against this outcome and give one to five lessons. Cite only the numbers "
+        f"above; do not restate the outcome or the P&L as anything else. Set symbol to {symbol}.",
+    ]
+    evidence = {
+        "symbol": symbol,
+        "direction": direction,
+        **levels,
+        "conviction": float(conviction),
+        "rationale": rationale,
+        **closed,
+        "thesis_vs_outcome": dict(moves),
+    }
+    return _request("reviewer", symbol, TradeReviewDraft, sections, evidence, memory_block=memory_block)

@@ -9,8 +9,11 @@ a model restated.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import TypeVar
 
 from pydantic import BaseModel
@@ -27,6 +30,7 @@ from agents.domain.llm import (
     StageFailed,
     structured_call,
 )
+from agents.domain.offline import OFFLINE_MODEL, reviewer_draft
 from agents.domain.prompts import (
     ANALYST_ROLES,
     analyst_request,
@@ -35,10 +39,23 @@ from agents.domain.prompts import (
     bull_rebuttal_request,
     bull_request,
     manager_request,
+    reviewer_request,
     self_critique_request,
     trader_request,
 )
-from agents.domain.schemas import AnalystNote, BearCase, BullCase, DebateResult, ModelRequest, TradeThesis
+from agents.domain.schemas import (
+    AnalystNote,
+    BearCase,
+    BullCase,
+    DebateResult,
+    Direction,
+    ModelRequest,
+    Outcome,
+    SignalEvolution,
+    TradeReview,
+    TradeReviewDraft,
+    TradeThesis,
+)
 from trading.domain.schemas import FeatureBundle
 
 __all__ = [
@@ -48,12 +65,17 @@ __all__ = [
     "DEEP_CONVICTION",
     "QUORUM",
     "AnalystResult",
+    "ReviewFacts",
     "abstention",
+    "assemble_review",
     "build_cases",
     "judge",
+    "memory_tags",
+    "memory_text",
     "propose_thesis",
     "quorum_met",
     "rebut_cases",
+    "review_trade",
     "run_analysts",
     "successful_notes",
 ]
@@ -69,6 +91,8 @@ ABSTAIN_MODEL = "deterministic-abstain"
 DEEP_CONVICTION = 0.75
 QUORUM = 3
 OFFLINE_PROVIDER = "offline"
+MODEL_USED_CHARS = 200
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 
 
 class _ReplyModel:
@@ -370,3 +394,124 @@ def propose_thesis(
         validate=_guard(debate.symbol, other_symbols=other_symbols),
     )
     return thesis
+
+
+# --- stage 12: reviewer --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReviewFacts:
+    """A closed trade as code knows it. Outcome, P&L and signal are computed from numbers
+    (``trading.domain.outcomes``) before the reviewer runs, and no model output can change them."""
+
+    symbol: str
+    direction: Direction
+    entry: Decimal
+    stop: Decimal
+    target: Decimal
+    conviction: Decimal | float
+    rationale: str
+    exit_price: Decimal
+    exit_reason: str
+    outcome: Outcome
+    realised_pnl: Decimal
+    signal_evolution: SignalEvolution
+    thesis_vs_outcome: dict[str, str] = field(hash=False)  # a dict cannot be hashed
+
+
+def review_trade(
+    choice: ModelChoice,
+    *,
+    facts: ReviewFacts,
+    memory_block: str = "",
+    recorder: Recorder | None = None,
+    budget: Budget | None = None,
+    retry: RetryPolicy | None = None,
+) -> TradeReview:
+    """The reviewer writes a critique and lessons; code assembles the review around them.
+
+    Never fails: a model that cannot give a valid, on-ticker draft (or a spent budget) falls back
+    to the offline rules, because a closed position must always leave a lesson in memory."""
+    request = _review_request(facts, memory_block)
+    try:
+        draft, model = _ask(
+            choice,
+            request,
+            TradeReviewDraft,
+            recorder=recorder or NullRecorder(),
+            budget=budget,
+            retry=retry,
+            validate=_guard(facts.symbol),
+        )
+    except StageFailed as failure:
+        draft = reviewer_draft(facts.symbol, request.evidence)
+        model = _fallback_label(failure.reason)
+    return assemble_review(facts, draft, model_used=model)
+
+
+def _review_request(facts: ReviewFacts, memory_block: str) -> ModelRequest:
+    return reviewer_request(
+        symbol=facts.symbol,
+        direction=facts.direction,
+        entry=facts.entry,
+        stop=facts.stop,
+        target=facts.target,
+        conviction=facts.conviction,
+        rationale=facts.rationale,
+        exit_price=facts.exit_price,
+        exit_reason=facts.exit_reason,
+        outcome=facts.outcome,
+        realised_pnl=facts.realised_pnl,
+        thesis_vs_outcome=facts.thesis_vs_outcome,
+        memory_block=memory_block,
+    )
+
+
+def _fallback_label(reason: str) -> str:
+    label = f"{OFFLINE_MODEL} (fallback: {' '.join(reason.split())})"
+    # The stored column holds 200 characters; the full reason is in the recorded calls.
+    return label if len(label) <= MODEL_USED_CHARS else label[: MODEL_USED_CHARS - 2] + "…)"
+
+
+def assemble_review(facts: ReviewFacts, draft: TradeReviewDraft, *, model_used: str) -> TradeReview:
+    """Facts from ``facts``, words from ``draft``: the draft has no field that could carry an outcome."""
+    return TradeReview(
+        symbol=facts.symbol,
+        direction=facts.direction,
+        outcome=facts.outcome,
+        realised_pnl=format(facts.realised_pnl, "f"),
+        signal_evolution=facts.signal_evolution,
+        thesis_vs_outcome=dict(facts.thesis_vs_outcome),
+        critique=draft.critique,
+        lessons=list(draft.lessons),
+        memory_text=memory_text(draft),
+        memory_tags=memory_tags(facts),
+        model_used=model_used,
+    )
+
+
+def memory_text(draft: TradeReviewDraft) -> str:
+    """One line for the memory store: the critique's first sentence, then the first lesson."""
+    return f"{_sentence(_first_sentence(draft.critique))} Lesson: {_sentence(draft.lessons[0])}"
+
+
+def memory_tags(facts: ReviewFacts) -> dict[str, str]:
+    """The tags hybrid retrieval matches a similar setup on; every value is a fact, none is the model's."""
+    return {
+        "direction": facts.direction,
+        "symbol": facts.symbol,
+        "outcome": facts.outcome,
+        "signal": facts.signal_evolution.lower(),
+        "exit": facts.exit_reason or "unknown",
+    }
+
+
+def _first_sentence(text: str) -> str:
+    # A sentence ends at . ! or ? followed by a space, so "2450.50" does not split a price.
+    flat = " ".join(text.split())
+    return _SENTENCE_END.split(flat, maxsplit=1)[0]
+
+
+def _sentence(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if flat.endswith((".", "!", "?")) else f"{flat}."

@@ -104,3 +104,35 @@ class ModelReply(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
     latency_ms: float = 0.0
+
+
+# --- stage 12: the reviewer ------------------------------------------------------------------------
+
+# Declared here rather than imported from trading.domain.outcomes: that module imports this one.
+Outcome = Literal["win", "loss", "scratch"]
+SignalEvolution = Literal["Strengthened", "Weakened", "Falsified", "Realized", "Unknown"]
+
+
+class TradeReviewDraft(_Output):
+    """All a model may author about a closed trade. No outcome, P&L or signal field on purpose:
+    those are facts, and ``extra="forbid"`` rejects a reply that tries to supply them."""
+
+    symbol: str = Field(min_length=1, max_length=32)
+    critique: ShortText = Field(description="what the thesis got right and wrong, against the given outcome")
+    lessons: list[Point] = Field(min_length=1, max_length=5, description="short, actionable takeaways")
+
+
+class TradeReview(_Output):
+    """The review as code assembles it: facts copied from code, critique and lessons from the draft."""
+
+    symbol: str = Field(min_length=1, max_length=32)
+    direction: Direction
+    outcome: Outcome
+    realised_pnl: str = Field(min_length=1, max_length=32, description="rupees, as a decimal string")
+    signal_evolution: SignalEvolution
+    thesis_vs_outcome: dict[str, str] = Field(default_factory=dict)
+    critique: ShortText
+    lessons: list[Point] = Field(min_length=1, max_length=5)
+    memory_text: str = Field(min_length=1, max_length=1500, description="the one line written to memory")
+    memory_tags: dict[str, str] = Field(default_factory=dict)
+    model_used: str = Field(default="", max_length=200)

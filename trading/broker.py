@@ -1,0 +1,238 @@
+"""Stages 9-11: the paper broker. Orders fill at a configurable reference price with slippage and
+Indian equity costs; positions are marked daily and closed by stop, target, horizon or hand.
+
+Every step claims its row with a conditional update first, so a retried task or a double click
+cannot fill an order twice or close a position twice.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+from celery import current_app
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+
+from trading.audit import audit_record
+from trading.domain.costs import CostModel, order_costs
+from trading.domain.execution import entry_side, exit_side, fill_price, reference_price
+from trading.domain.exits import check_exit, mark, realised_pnl
+from trading.models import Account, DailyBar, Order, Position, PositionMark, Thesis
+
+
+class BrokerError(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def cost_model() -> CostModel:
+    return CostModel.from_mapping(settings.BROKER["COSTS"])
+
+
+def _latest_bar(instrument_id: int, *, on_or_before: dt.date | None = None) -> DailyBar | None:
+    bars = DailyBar.objects.filter(instrument_id=instrument_id)
+    if on_or_before is not None:
+        bars = bars.filter(date__lte=on_or_before)
+    return bars.order_by("-date").first()
+
+
+def order_place(*, thesis: Thesis, account: Account, placed_on: dt.date | None = None) -> Order:
+    """The order for an approved thesis (one per thesis: the OneToOne refuses a second)."""
+    placed_on = placed_on or thesis.run.as_of
+    order = Order.objects.create(
+        thesis=thesis,
+        account=account,
+        instrument=thesis.instrument,
+        side=entry_side(thesis.direction),
+        quantity=thesis.quantity,
+        fill_policy=settings.BROKER["FILL_POLICY"],
+        slippage_bps=Decimal(settings.BROKER["SLIPPAGE_BPS"]),
+        placed_on=placed_on,
+    )
+    if order.fill_policy == "last_price":
+        order_try_fill(order=order)
+    else:
+        transaction.on_commit(lambda: _queue_fill(order.pk))
+    return order
+
+
+def _queue_fill(order_id: int) -> None:
+    # Sent by name: the broker stays importable without the task module (and what it imports).
+    current_app.send_task("trading.fill_order", args=[order_id])
+
+
+def order_try_fill(*, order: Order, as_of: dt.date | None = None) -> Position | None:
+    """Fill a working order if its reference price is known by ``as_of``; otherwise leave it working."""
+    if order.status != Order.Status.WORKING:
+        return getattr(order, "position", None)
+    last_bar = _latest_bar(order.instrument_id, on_or_before=order.placed_on)
+    next_bar = (
+        DailyBar.objects.filter(instrument_id=order.instrument_id, date__gt=order.placed_on)
+        .filter(date__lte=as_of if as_of else dt.date.max)
+        .order_by("date")
+        .first()
+    )
+    reference = reference_price(
+        order.fill_policy,
+        last_close=last_bar.close if last_bar else None,
+        next_open=next_bar.open if next_bar else None,
+    )
+    if reference is None:
+        return None
+    filled_on = next_bar.date if order.fill_policy == "next_open" else order.placed_on
+    tick = order.instrument.tick_size
+    price = fill_price(side=order.side, reference=reference, slippage_bps=order.slippage_bps, tick=tick)
+    costs = order_costs(order.side, order.quantity, price, cost_model())
+    thesis = order.thesis
+    with transaction.atomic():
+        claimed = Order.objects.filter(pk=order.pk, status=Order.Status.WORKING).update(
+            status=Order.Status.FILLED,
+            fill_price=price,
+            filled_on=filled_on,
+            costs=costs.to_dict(),
+            costs_total=costs.total,
+        )
+        if not claimed:
+            return Position.objects.filter(order=order).first()
+        position = Position.objects.create(
+            account=order.account,
+            order=order,
+            thesis=thesis,
+            instrument=order.instrument,
+            direction=thesis.direction,
+            quantity=order.quantity,
+            entry_price=price,
+            entry_costs=costs.total,
+            opened_on=filled_on,
+            stop=thesis.stop,
+            target=thesis.target,
+            horizon_sessions=thesis.horizon_sessions,
+            last_mark=price,
+            is_replay=thesis.run.is_replay,
+        )
+        Account.objects.filter(pk=order.account_id).update(cash=F("cash") - price * order.quantity - costs.total)
+        audit_record(
+            action="order_filled",
+            target=f"order {order.pk}",
+            details={"price": str(price), "quantity": order.quantity, "costs": str(costs.total), "on": str(filled_on)},
+        )
+    order.refresh_from_db()
+    return position
+
+
+def _sessions_held(position: Position, as_of: dt.date) -> int:
+    return DailyBar.objects.filter(
+        instrument_id=position.instrument_id, date__gt=position.opened_on, date__lte=as_of
+    ).count()
+
+
+def position_close(
+    *, position: Position, price: Decimal, on: dt.date, reason: str, user=None, comment: str = ""
+) -> Position:
+    """Close at ``price`` net of exit costs. A second close of the same position is refused."""
+    costs = order_costs(exit_side(position.direction), position.quantity, price, cost_model())
+    pnl = realised_pnl(
+        direction=position.direction,
+        quantity=position.quantity,
+        entry_price=position.entry_price,
+        exit_price=price,
+        entry_costs=position.entry_costs,
+        exit_costs=costs.total,
+    )
+    gross = mark(
+        direction=position.direction, quantity=position.quantity, entry_price=position.entry_price, mark_price=price
+    )
+    with transaction.atomic():
+        claimed = Position.objects.filter(pk=position.pk, status=Position.Status.OPEN).update(
+            status=Position.Status.CLOSED,
+            exit_price=price,
+            exit_costs=costs.total,
+            closed_on=on,
+            exit_reason=reason,
+            realised_pnl=pnl,
+            last_mark=price,
+            unrealised_pnl=Decimal(0),
+        )
+        if not claimed:
+            raise BrokerError("this position is already closed")
+        Account.objects.filter(pk=position.account_id).update(
+            cash=F("cash") + position.entry_price * position.quantity + gross - costs.total
+        )
+        audit_record(
+            actor=user,
+            action="position_closed",
+            target=f"position {position.pk}",
+            reason=comment or reason,
+            details={"price": str(price), "on": str(on), "reason": reason, "realised_pnl": str(pnl)},
+        )
+        transaction.on_commit(lambda: _queue_review(position.pk))
+    position.refresh_from_db()
+    return position
+
+
+def _queue_review(position_id: int) -> None:
+    current_app.send_task("trading.review_position", args=[position_id])
+
+
+def position_close_by_hand(*, position: Position, user, comment: str = "") -> Position:
+    if not user.has_perm("trading.approve_thesis"):
+        raise BrokerError("only approvers can close a position")
+    bar = _latest_bar(position.instrument_id)
+    if bar is None:
+        raise BrokerError("no price to close at")
+    price = fill_price(
+        side=exit_side(position.direction),
+        reference=bar.close,
+        slippage_bps=Decimal(settings.BROKER["SLIPPAGE_BPS"]),
+        tick=position.instrument.tick_size,
+    )
+    return position_close(position=position, price=price, on=bar.date, reason="manual", user=user, comment=comment)
+
+
+def positions_mark(*, as_of: dt.date) -> dict[str, int]:
+    """The daily pass: fill waiting orders, then for each open position with a bar on ``as_of``,
+    close it if the bar hit its stop or target or the horizon is reached, else mark it."""
+    filled = sum(
+        1
+        for order in Order.objects.filter(status=Order.Status.WORKING, placed_on__lt=as_of).select_related(
+            "instrument", "thesis__run"
+        )
+        if order_try_fill(order=order, as_of=as_of)
+    )
+    closed = marked = 0
+    for position in Position.objects.filter(status=Position.Status.OPEN, opened_on__lt=as_of).select_related(
+        "instrument"
+    ):
+        bar = DailyBar.objects.filter(instrument_id=position.instrument_id, date=as_of).first()
+        if bar is None:
+            continue
+        signal = check_exit(
+            direction=position.direction,
+            stop=position.stop,
+            target=position.target,
+            bar_open=bar.open,
+            bar_high=bar.high,
+            bar_low=bar.low,
+            bar_close=bar.close,
+            sessions_held=_sessions_held(position, as_of),
+            horizon_sessions=position.horizon_sessions,
+        )
+        if signal is not None:
+            position_close(position=position, price=signal.price, on=as_of, reason=signal.reason)
+            closed += 1
+            continue
+        pnl = mark(
+            direction=position.direction,
+            quantity=position.quantity,
+            entry_price=position.entry_price,
+            mark_price=bar.close,
+        )
+        PositionMark.objects.update_or_create(
+            position=position, date=as_of, defaults={"close": bar.close, "unrealised_pnl": pnl}
+        )
+        Position.objects.filter(pk=position.pk).update(last_mark=bar.close, unrealised_pnl=pnl)
+        marked += 1
+    return {"filled": filled, "closed": closed, "marked": marked}

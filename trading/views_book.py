@@ -1,0 +1,133 @@
+"""Pages for stages 8-11: the approval queue, a thesis, the portfolio."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from trading import charts, presenters, selectors, selectors_book
+from trading.approvals import DecisionRefused, thesis_approve, thesis_reject, thesis_staleness
+from trading.broker import BrokerError, position_close_by_hand
+from trading.models import Position, Strategy, Thesis
+from trading.pipeline import run_totals
+from trading.portfolio import account_portfolio, default_account
+
+
+def thesis_queue(request: HttpRequest) -> HttpResponse:
+    page = Paginator(selectors_book.thesis_queue(request.GET), 50).get_page(request.GET.get("page"))
+    return render(
+        request,
+        "trading/theses.html",
+        {
+            "page": page,
+            "filters": {key: request.GET.get(key, "") for key in selectors_book.QUEUE_FILTERS},
+            "statuses": ["pending", "approved", "rejected", "expired", "risk_rejected", "all"],
+            "strategies": Strategy.objects.values_list("name", flat=True),
+        },
+    )
+
+
+def thesis_detail(request: HttpRequest, thesis_id: int) -> HttpResponse:
+    thesis = get_object_or_404(Thesis.objects.select_related("instrument", "run", "decided_by"), pk=thesis_id)
+    run = thesis.run
+    context = presenters.run_context(run, run_totals(run))
+    bars = selectors.bars_frame(thesis.instrument, as_of=run.as_of, limit=settings.DESK["FEATURE_LOOKBACK_BARS"] + 130)
+    chart = charts.price_chart(
+        bars,
+        symbol=thesis.instrument.symbol,
+        show_last=130,
+        levels={"entry": float(thesis.entry), "stop": float(thesis.stop), "target": float(thesis.target)},
+    )
+    can_decide = request.user.has_perm("trading.approve_thesis") and thesis.status == Thesis.Status.PENDING
+    return render(
+        request,
+        "trading/thesis.html",
+        {
+            "thesis": thesis,
+            "run": run,
+            "chart": chart,
+            "hints": presenters.interpretation_hints(context, thesis),
+            "staleness": thesis_staleness(thesis) if thesis.status == Thesis.Status.PENDING else None,
+            "can_decide": can_decide,
+            "order": getattr(thesis, "order", None),
+            **context,
+        },
+    )
+
+
+@require_POST
+def thesis_decide(request: HttpRequest, thesis_id: int) -> HttpResponse:
+    """Approve or reject. The permission and every rule are enforced by the services, so a forged
+    POST gets the same refusal as a click."""
+    thesis = get_object_or_404(Thesis.objects.select_related("instrument", "run"), pk=thesis_id)
+    comment = request.POST.get("comment", "").strip()
+    try:
+        if request.POST.get("decision") == "approve":
+            order = thesis_approve(thesis=thesis, user=request.user, comment=comment)
+            messages.success(request, f"Approved: order #{order.pk} to {order.side} {order.quantity} placed.")
+        elif request.POST.get("decision") == "reject":
+            thesis_reject(thesis=thesis, user=request.user, comment=comment)
+            messages.success(request, "Rejected.")
+        else:
+            messages.error(request, "Choose approve or reject.")
+    except DecisionRefused as refusal:
+        messages.error(request, f"Refused: {refusal.reason}.")
+        return (
+            redirect("thesis_detail", thesis_id=thesis.pk)
+            if request.user.has_perm("trading.approve_thesis")
+            else HttpResponse(f"Refused: {refusal.reason}.", status=403)
+        )
+    return redirect("thesis_detail", thesis_id=thesis.pk)
+
+
+def portfolio(request: HttpRequest) -> HttpResponse:
+    account = default_account()
+    state = account_portfolio(account)
+    open_positions = list(selectors_book.open_positions(account))
+    curve = selectors_book.equity_curve(account)
+    figure = {
+        "data": [
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": "equity",
+                "x": [d for d, _ in curve],
+                "y": [v for _, v in curve],
+                "line": {"color": "#1d4ed8"},
+            }
+        ],
+        "layout": {"margin": {"l": 60, "r": 20, "t": 10, "b": 30}, "height": 300, "yaxis": {"title": {"text": "₹"}}},
+    }
+    return render(
+        request,
+        "trading/portfolio.html",
+        {
+            "account": account,
+            "state": state,
+            "open_positions": open_positions,
+            "closed_positions": selectors_book.closed_positions(account),
+            "unrealised": sum((p.unrealised_pnl for p in open_positions), start=0),
+            "chart": figure if curve else None,
+            "can_close": request.user.has_perm("trading.approve_thesis"),
+        },
+    )
+
+
+@require_POST
+def position_close(request: HttpRequest, position_id: int) -> HttpResponse:
+    position = get_object_or_404(Position.objects.select_related("instrument"), pk=position_id)
+    try:
+        closed = position_close_by_hand(position=position, user=request.user, comment=request.POST.get("comment", ""))
+    except BrokerError as error:
+        if not request.user.has_perm("trading.approve_thesis"):
+            return HttpResponse(f"Refused: {error.reason}.", status=403)
+        messages.error(request, f"Refused: {error.reason}.")
+    else:
+        messages.success(
+            request, f"Closed {closed.instrument.symbol} at {closed.exit_price}: PnL {closed.realised_pnl}."
+        )
+    return redirect("portfolio")
