@@ -131,3 +131,21 @@ def _fresh_memory_index():
     memory_cache.reset()
     yield
     memory_cache.reset()
+
+
+@pytest.fixture
+def pending_thesis(instrument_with_bars):
+    """A risk-approved thesis from a real offline run on the latest bar, waiting for a person."""
+    from trading.models import Account, Thesis
+    from trading.pipeline import pipeline_run_create, pipeline_run_execute
+    from trading.portfolio import default_account
+
+    account = default_account()
+    # Roomy limits so the thesis passes every check whatever the random walk's volatility.
+    Account.objects.filter(pk=account.pk).update(max_notional_pct=Decimal("100"), exposure_cap_pct=Decimal("500"))
+    as_of = instrument_with_bars.bars.latest("date").date
+    run = pipeline_run_create(instrument=instrument_with_bars, as_of=as_of, provider="offline")
+    pipeline_run_execute(run.pk)
+    thesis = Thesis.objects.select_related("instrument", "run").get(run=run)
+    assert thesis.risk_approved and thesis.status == Thesis.Status.PENDING, thesis.risk_checks
+    return thesis

@@ -21,9 +21,7 @@ def browser():
     # around it are plain synchronous calls, so Django's async guard does not apply.
     os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS, headless=True
-        )
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS, headless=True)
         yield browser
         browser.close()
 
