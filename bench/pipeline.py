@@ -549,12 +549,19 @@ def measure_workers(sample: Sequence[object], as_of: dt.date, args: argparse.Nam
         measured = runs / result.elapsed_s * 60
         baseline = baseline or measured
         cores = result.workers_cpu_s / result.elapsed_s
+        cpu_ms = result.workers_cpu_s * 1000 / runs
         machine = f"{result.machine_busy:.0%}" if result.machine_busy is not None else "n/a"
         print(
             f"    {workers} worker{'s' if workers > 1 else ' '}: {measured:>6,.0f} runs/minute "
-            f"= {measured / baseline:.2f}x one worker; per run mean {statistics.fmean(result.walls):.1f} ms, "
-            f"p95 {percentile(result.walls, 95):.1f} ms; workers used {cores:.2f} cores, machine {machine} busy"
+            f"= {measured / baseline:.2f}x one worker; per run wall mean {statistics.fmean(result.walls):.1f} ms, "
+            f"p95 {percentile(result.walls, 95):.1f}, CPU {cpu_ms:.1f} ms; "
+            f"workers used {cores:.2f} cores, machine {machine} busy"
         )
+    # CPU per run does not depend on what else the machine runs: the ceiling with every core free.
+    print(
+        f"    ceiling with all {cpu_count()} cores free for workers: {cpu_count() * 60_000 / cpu_ms:,.0f} runs/minute "
+        f"({cpu_count()} x 60 000 / {cpu_ms:.1f} ms CPU per run; a projection, not a measurement)"
+    )
 
 
 def timed_workers(sample: Sequence[object], as_of: dt.date, workers: int) -> WorkerPass:

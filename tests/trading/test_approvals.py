@@ -69,7 +69,7 @@ def test_a_stale_thesis_must_be_re_run(pending_thesis, approver):
         volume=1000,
     )
 
-    with pytest.raises(DecisionRefused, match="stale: .*re-run the pipeline"):
+    with pytest.raises(DecisionRefused, match=r"stale: .*re-run the pipeline"):
         thesis_approve(thesis=pending_thesis, user=approver)
     pending_thesis.refresh_from_db()
     assert pending_thesis.status == Thesis.Status.PENDING
