@@ -250,6 +250,7 @@ STALE_RUN_MINUTES = env_int("DESK_STALE_RUN_MINUTES", 15, minimum=1)
 CELERY_BEAT_SCHEDULE = {
     "requeue-stale-runs": {"task": "trading.requeue_stale_runs", "schedule": 300.0},
     "expire-theses": {"task": "trading.expire_theses", "schedule": 300.0},
+    "run-due-strategies": {"task": "trading.run_due_strategies", "schedule": 300.0},
     # After the close (desk time zone): fill next-open orders, exit by stop/target/horizon, mark the rest.
     "mark-positions": {"task": "trading.mark_positions", "schedule": crontab(hour=16, minute=30, day_of_week="1-5")},
 }

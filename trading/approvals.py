@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from trading.audit import audit_record
 from trading.models import DailyBar, Order, Thesis
-from trading.portfolio import default_account
+from trading.portfolio import account_for_run
 
 APPROVE_PERMISSION = "trading.approve_thesis"
 
@@ -46,9 +46,13 @@ def thesis_expiry(created_at: dt.datetime) -> dt.datetime:
     return created_at + dt.timedelta(minutes=settings.BROKER["THESIS_TTL_MINUTES"])
 
 
-def thesis_staleness(thesis: Thesis) -> Staleness | None:
-    """How far the latest close has moved from the thesis entry, against the ATR it was built on."""
-    latest = DailyBar.objects.filter(instrument_id=thesis.instrument_id).order_by("-date").first()
+def thesis_staleness(thesis: Thesis, *, as_of: dt.date | None = None) -> Staleness | None:
+    """How far the latest close (on or before ``as_of``) has moved from the thesis entry, against
+    the ATR it was built on."""
+    bars = DailyBar.objects.filter(instrument_id=thesis.instrument_id)
+    if as_of is not None:
+        bars = bars.filter(date__lte=as_of)
+    latest = bars.order_by("-date").first()
     if latest is None:
         return None
     atr_value = thesis.run.stages.filter(stage="features").values_list("output", flat=True).first()
@@ -95,9 +99,12 @@ def _claim(thesis: Thesis, *, status: str, user, comment: str, now: dt.datetime)
         raise DecisionRefused("this thesis was decided by someone else a moment ago")
 
 
-def thesis_approve(*, thesis: Thesis, user, comment: str = "", now: dt.datetime | None = None) -> Order:
+def thesis_approve(
+    *, thesis: Thesis, user, comment: str = "", now: dt.datetime | None = None, as_of: dt.date | None = None
+) -> Order:
     """Approve and place the order. Refuses (DecisionRefused) without the permission, after a
-    decision, after the risk engine said no, after expiry, or when the price has moved on."""
+    decision, after the risk engine said no, after expiry, or when the price has moved on.
+    ``as_of`` bounds the staleness check for history replays (live: the latest bar)."""
     from trading.broker import order_place
 
     now = now or timezone.now()
@@ -106,7 +113,7 @@ def thesis_approve(*, thesis: Thesis, user, comment: str = "", now: dt.datetime 
     if not thesis.risk_approved:
         raise DecisionRefused("the risk engine rejected this thesis; it cannot be approved")
     _expire_if_due(thesis, now)
-    staleness = thesis_staleness(thesis)
+    staleness = thesis_staleness(thesis, as_of=as_of)
     if staleness and staleness.is_stale:
         raise DecisionRefused(
             f"stale: the close of {staleness.latest_date:%d %b} ({staleness.latest_close}) is "
@@ -115,7 +122,7 @@ def thesis_approve(*, thesis: Thesis, user, comment: str = "", now: dt.datetime 
         )
     with transaction.atomic():
         _claim(thesis, status=Thesis.Status.APPROVED, user=user, comment=comment, now=now)
-        order = order_place(thesis=thesis, account=default_account())
+        order = order_place(thesis=thesis, account=account_for_run(thesis.run))
         audit_record(
             actor=user,
             action="thesis_approved",

@@ -8,6 +8,7 @@ cannot fill an order twice or close a position twice.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from decimal import Decimal
 
 from celery import current_app
@@ -130,7 +131,14 @@ def _sessions_held(position: Position, as_of: dt.date) -> int:
 
 
 def position_close(
-    *, position: Position, price: Decimal, on: dt.date, reason: str, user=None, comment: str = ""
+    *,
+    position: Position,
+    price: Decimal,
+    on: dt.date,
+    reason: str,
+    user=None,
+    comment: str = "",
+    on_close: Callable[[Position], None] | None = None,
 ) -> Position:
     """Close at ``price`` net of exit costs. A second close of the same position is refused."""
     costs = order_costs(exit_side(position.direction), position.quantity, price, cost_model())
@@ -168,8 +176,11 @@ def position_close(
             reason=comment or reason,
             details={"price": str(price), "on": str(on), "reason": reason, "realised_pnl": str(pnl)},
         )
-        transaction.on_commit(lambda: _queue_review(position.pk))
+        if on_close is None:
+            transaction.on_commit(lambda: _queue_review(position.pk))
     position.refresh_from_db()
+    if on_close is not None:
+        on_close(position)  # a replay reviews at once, so the next day's runs can recall the lesson
     return position
 
 
@@ -192,20 +203,20 @@ def position_close_by_hand(*, position: Position, user, comment: str = "") -> Po
     return position_close(position=position, price=price, on=bar.date, reason="manual", user=user, comment=comment)
 
 
-def positions_mark(*, as_of: dt.date) -> dict[str, int]:
+def positions_mark(
+    *, as_of: dt.date, account: Account | None = None, on_close: Callable[[Position], None] | None = None
+) -> dict[str, int]:
     """The daily pass: fill waiting orders, then for each open position with a bar on ``as_of``,
     close it if the bar hit its stop or target or the horizon is reached, else mark it."""
+    orders = Order.objects.filter(status=Order.Status.WORKING, placed_on__lt=as_of)
+    positions = Position.objects.filter(status=Position.Status.OPEN, opened_on__lt=as_of)
+    if account is not None:
+        orders, positions = orders.filter(account=account), positions.filter(account=account)
     filled = sum(
-        1
-        for order in Order.objects.filter(status=Order.Status.WORKING, placed_on__lt=as_of).select_related(
-            "instrument", "thesis__run"
-        )
-        if order_try_fill(order=order, as_of=as_of)
+        1 for order in orders.select_related("instrument", "thesis__run") if order_try_fill(order=order, as_of=as_of)
     )
     closed = marked = 0
-    for position in Position.objects.filter(status=Position.Status.OPEN, opened_on__lt=as_of).select_related(
-        "instrument"
-    ):
+    for position in positions.select_related("instrument").order_by("id"):
         bar = DailyBar.objects.filter(instrument_id=position.instrument_id, date=as_of).first()
         if bar is None:
             continue
@@ -221,7 +232,7 @@ def positions_mark(*, as_of: dt.date) -> dict[str, int]:
             horizon_sessions=position.horizon_sessions,
         )
         if signal is not None:
-            position_close(position=position, price=signal.price, on=as_of, reason=signal.reason)
+            position_close(position=position, price=signal.price, on=as_of, reason=signal.reason, on_close=on_close)
             closed += 1
             continue
         pnl = mark(

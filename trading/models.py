@@ -304,7 +304,9 @@ class Strategy(models.Model):
     name = models.CharField(max_length=100, unique=True)
     philosophy = models.TextField(help_text="the mandate in words; shown to the agents")
     universe = models.ManyToManyField(Instrument, related_name="strategies")
-    schedule = models.CharField(max_length=64, default="weekdays 16:00", help_text="when the daily loop runs")
+    schedule = models.CharField(
+        max_length=64, default="0 16 * * 1-5", help_text="cron: minute hour day-of-month month day-of-week"
+    )
     provider = models.CharField(max_length=32, blank=True, help_text="model provider; blank = the desk default")
     is_active = models.BooleanField(default=True)
     run_count = models.PositiveIntegerField(default=0)

@@ -40,7 +40,7 @@ from trading.domain.risk import evaluate_risk
 from trading.domain.schemas import FeatureBundle
 from trading.events import DeskEvent, publish
 from trading.models import Instrument, PipelineRun, StageRun, Thesis
-from trading.portfolio import account_portfolio, default_account, risk_limits
+from trading.portfolio import account_for_run, account_portfolio, risk_limits
 
 logger = logging.getLogger(__name__)
 
@@ -235,7 +235,7 @@ def _stage_trader(ctx: RunContext) -> dict:
 def _stage_risk(ctx: RunContext) -> dict:
     run, instrument = ctx.run, ctx.run.instrument
     thesis = TradeThesis.model_validate(ctx.outputs["trader"]["thesis"])
-    account = default_account()
+    account = account_for_run(run)
     decision = evaluate_risk(
         direction=thesis.direction,
         entry=Decimal(str(thesis.entry)),

@@ -28,6 +28,30 @@ def default_account() -> Account:
     return account
 
 
+def replay_account(strategy_name: str) -> Account:
+    """Each strategy's replays trade their own paper account, so history never touches the live book."""
+    live = default_account()
+    account, _ = Account.objects.get_or_create(
+        name=f"replay: {strategy_name}"[:64],
+        defaults={
+            "capital": live.capital,
+            "cash": live.capital,
+            "daily_loss_cap": live.daily_loss_cap,
+            "risk_per_trade_pct": live.risk_per_trade_pct,
+            "max_notional_pct": live.max_notional_pct,
+            "max_positions": live.max_positions,
+            "exposure_cap_pct": live.exposure_cap_pct,
+        },
+    )
+    return account
+
+
+def account_for_run(run) -> Account:
+    if run.is_replay and run.strategy_run_id:
+        return replay_account(run.strategy_run.strategy.name)
+    return default_account()
+
+
 def risk_limits(account: Account) -> RiskLimits:
     return RiskLimits(
         risk_per_trade_pct=account.risk_per_trade_pct,

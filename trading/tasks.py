@@ -7,7 +7,7 @@ from django.conf import settings
 from django.db import OperationalError
 from django.db.models import Max
 
-from trading import broker, services
+from trading import broker, services, strategies
 from trading.approvals import theses_expire
 from trading.domain.features import NoPriceData
 from trading.events import DeskEvent, publish
@@ -51,6 +51,8 @@ def run_pipeline(run_id: int) -> dict:
     run = pipeline_run_execute(run_id)
     if run is None:
         return {"status": "gone", "run_id": run_id}
+    if run.strategy_run_id and run.is_finished:
+        strategies.strategy_run_decide(run.strategy_run)
     return {"status": run.status, "run_id": run_id, "reason": run.failure_reason}
 
 
@@ -91,3 +93,15 @@ def review_position(position_id: int) -> dict:
         return {"status": "gone", "position_id": position_id}
     review = position_review(position=position)
     return {"status": "ok", "position_id": position_id, "review_id": review.pk, "outcome": review.outcome}
+
+
+@shared_task(name="trading.run_due_strategies")
+def run_due_strategies() -> list[int]:
+    """Beat calls this every few minutes; each strategy starts when its own schedule says so."""
+    started = []
+    for strategy in strategies.strategies_due():
+        try:
+            started.append(strategies.strategy_run_start(strategy=strategy).pk)
+        except ValueError:
+            continue  # no bars for its universe yet: nothing to run on
+    return started

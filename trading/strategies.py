@@ -1,0 +1,261 @@
+"""Strategy runs: a pipeline run per instrument of the universe, then HOLD or REBALANCE.
+
+Live, the runs are queued to the workers and the decision is taken when the last one finishes.
+A history replay runs the same loop in process, one day at a time, strictly as of each day, and
+decides approvals by a stated policy instead of a person.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+
+from celery.schedules import crontab
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from trading import broker
+from trading.approvals import DecisionRefused, thesis_approve
+from trading.audit import audit_record
+from trading.models import DailyBar, Order, PipelineRun, Position, Strategy, StrategyRun, Thesis
+from trading.pipeline import pipeline_run_create, pipeline_run_execute
+from trading.portfolio import replay_account
+from trading.roles import APPROVER, ensure_desk_groups
+
+REPLAY_USER = "replay-policy"
+
+
+# --- schedules --------------------------------------------------------------------------------
+
+
+def schedule_of(strategy: Strategy) -> crontab:
+    """A five-field cron expression (minute hour day-of-month month day-of-week), desk time zone."""
+    fields = strategy.schedule.split()
+    if len(fields) != 5:
+        raise ValueError(f"schedule {strategy.schedule!r} is not a five-field cron expression")
+    minute, hour, day_of_month, month, day_of_week = fields
+    return crontab(minute=minute, hour=hour, day_of_month=day_of_month, month_of_year=month, day_of_week=day_of_week)
+
+
+def strategies_due(now: dt.datetime | None = None) -> list[Strategy]:
+    now = now or timezone.now()
+    due = []
+    for strategy in Strategy.objects.filter(is_active=True):
+        last = (
+            strategy.runs.filter(is_replay=False).order_by("-created_at").values_list("created_at", flat=True).first()
+        )
+        is_due, _ = schedule_of(strategy).is_due(last or strategy.created_at)
+        if is_due:
+            due.append(strategy)
+    return due
+
+
+# --- one strategy run ---------------------------------------------------------------------------
+
+
+def _latest_session(strategy: Strategy) -> dt.date | None:
+    return (
+        DailyBar.objects.filter(instrument__in=strategy.universe.all())
+        .order_by("-date")
+        .values_list("date", flat=True)
+        .first()
+    )
+
+
+def strategy_run_start(
+    *, strategy: Strategy, as_of: dt.date | None = None, provider: str = "", user=None
+) -> StrategyRun:
+    """Live: create the run (once per day) and queue a pipeline run per instrument after commit."""
+    from django.conf import settings
+
+    as_of = as_of or _latest_session(strategy)
+    if as_of is None:
+        raise ValueError(f"{strategy.name}: no bars for its universe")
+    with transaction.atomic():
+        strategy_run, created = StrategyRun.objects.get_or_create(strategy=strategy, as_of=as_of, is_replay=False)
+        if not created:
+            return strategy_run
+        Strategy.objects.filter(pk=strategy.pk).update(run_count=F("run_count") + 1)
+        for instrument in strategy.universe.filter(is_active=True).order_by("symbol"):
+            run = pipeline_run_create(
+                instrument=instrument,
+                as_of=as_of,
+                provider=provider or strategy.provider or settings.LLM["PROVIDER"],
+                user=user,
+            )
+            PipelineRun.objects.filter(pk=run.pk).update(strategy_run=strategy_run)
+            transaction.on_commit(lambda run_id=run.pk: _queue_run(run_id))
+        audit_record(
+            actor=user,
+            action="strategy_run_started",
+            target=f"strategy {strategy.name}",
+            details={"as_of": as_of.isoformat(), "strategy_run": strategy_run.pk},
+        )
+    return strategy_run
+
+
+def _queue_run(run_id: int) -> None:
+    from celery import current_app
+
+    current_app.send_task("trading.run_pipeline", args=[run_id])
+
+
+def strategy_run_decide(strategy_run: StrategyRun) -> StrategyRun:
+    """HOLD or REBALANCE once every pipeline run of the strategy run has finished."""
+    runs = list(strategy_run.pipeline_runs.all())
+    if not runs or any(not run.is_finished for run in runs):
+        return strategy_run
+    sent = Thesis.objects.filter(run__in=runs, risk_approved=True).count()
+    decision = StrategyRun.Decision.REBALANCE if sent else StrategyRun.Decision.HOLD
+    reason = (
+        f"{sent} thesis(es) sent for approval"
+        if sent
+        else f"no risk-approved thesis from {len(runs)} run(s) ({', '.join(sorted({r.status for r in runs}))})"
+    )
+    updated = StrategyRun.objects.filter(pk=strategy_run.pk, decision=StrategyRun.Decision.PENDING).update(
+        decision=decision, decision_reason=reason, finished_at=timezone.now()
+    )
+    if updated:
+        audit_record(
+            action="strategy_decided",
+            target=f"strategy run {strategy_run.pk}",
+            reason=reason,
+            details={"decision": decision},
+        )
+    strategy_run.refresh_from_db()
+    return strategy_run
+
+
+# --- history replay -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ApprovalPolicy:
+    """Which risk-approved theses a replay approves: ``all``, ``none`` or ``conviction>=X``."""
+
+    min_conviction: Decimal | None
+    approve: bool = True
+
+    @classmethod
+    def parse(cls, text: str) -> ApprovalPolicy:
+        text = text.strip().lower().replace(" ", "")
+        if text == "all":
+            return cls(min_conviction=None)
+        if text == "none":
+            return cls(min_conviction=None, approve=False)
+        match = re.fullmatch(r"conviction>=(0(\.\d+)?|1(\.0+)?)", text)
+        if match:
+            return cls(min_conviction=Decimal(match.group(1)))
+        raise ValueError(f"approval policy {text!r}: use all, none or conviction>=X (0 ≤ X ≤ 1)")
+
+    def approves(self, thesis: Thesis) -> bool:
+        if not self.approve or not thesis.risk_approved:
+            return False
+        return self.min_conviction is None or thesis.conviction >= self.min_conviction
+
+
+def _policy_user():
+    """The approver of record for replays. It holds the approver role (permissions are checked
+    exactly as for a person) but has no usable password, so nobody can log in as it."""
+    user, created = get_user_model().objects.get_or_create(username=REPLAY_USER)
+    if created:
+        user.set_unusable_password()
+        user.save()
+    user.groups.add(ensure_desk_groups()[APPROVER])
+    return user
+
+
+def replay_sessions(strategy: Strategy, start: dt.date, end: dt.date) -> list[dt.date]:
+    return list(
+        DailyBar.objects.filter(instrument__in=strategy.universe.all(), date__gte=start, date__lte=end)
+        .values_list("date", flat=True)
+        .distinct()
+        .order_by("date")
+    )
+
+
+def replay_clear(strategy: Strategy) -> None:
+    """Forget the strategy's previous replay so a new one starts from the same clean account."""
+    from reviews.models import TradeReview
+
+    account = replay_account(strategy.name)
+    positions = Position.objects.filter(account=account)
+    reviews = TradeReview.objects.filter(position__in=positions)
+    memory_ids = list(reviews.exclude(memory_entry=None).values_list("memory_entry_id", flat=True))
+    reviews.delete()
+    from agents.models import MemoryEntry
+
+    MemoryEntry.objects.filter(pk__in=memory_ids).delete()
+    positions.delete()
+    Order.objects.filter(account=account).delete()
+    StrategyRun.objects.filter(strategy=strategy, is_replay=True).delete()
+    account.cash = account.capital
+    account.save(update_fields=["cash"])
+
+
+@dataclass
+class ReplayDay:
+    as_of: dt.date
+    runs: int
+    approved: int
+    refused: list[str]
+    filled: int
+    closed: int
+    decision: str
+
+
+def replay_strategy(
+    *,
+    strategy: Strategy,
+    start: dt.date,
+    end: dt.date,
+    policy: ApprovalPolicy,
+    provider: str = "offline",
+    progress: Callable[[ReplayDay], None] | None = None,
+) -> Iterator[ReplayDay]:
+    """Run the strategy's daily loop over history. Each day: the book is marked on that day's bar
+    (waiting orders fill at its open; stops, targets and horizons close positions and are reviewed
+    at once), then the pipeline runs strictly as of that day and the policy decides approvals."""
+    from reviews.services import position_review
+
+    replay_clear(strategy)
+    account = replay_account(strategy.name)
+    approver = _policy_user()
+    for day in replay_sessions(strategy, start, end):
+        book = broker.positions_mark(as_of=day, account=account, on_close=lambda p: position_review(position=p))
+        strategy_run = StrategyRun.objects.create(strategy=strategy, as_of=day, is_replay=True)
+        runs = []
+        for instrument in strategy.universe.filter(is_active=True).order_by("symbol"):
+            if not DailyBar.objects.filter(instrument=instrument, date=day).exists():
+                continue
+            run = pipeline_run_create(instrument=instrument, as_of=day, provider=provider)
+            PipelineRun.objects.filter(pk=run.pk).update(strategy_run=strategy_run, is_replay=True)
+            pipeline_run_execute(run.pk)
+            runs.append(run.pk)
+        approved, refused = 0, []
+        for thesis in Thesis.objects.filter(run_id__in=runs).select_related("instrument", "run").order_by("id"):
+            if not policy.approves(thesis):
+                continue
+            try:
+                thesis_approve(thesis=thesis, user=approver, comment=f"replay policy on {day}", as_of=day)
+                approved += 1
+            except DecisionRefused as refusal:
+                refused.append(f"{thesis.instrument.symbol}: {refusal.reason}")
+        decided = strategy_run_decide(strategy_run)
+        result = ReplayDay(
+            as_of=day,
+            runs=len(runs),
+            approved=approved,
+            refused=refused,
+            filled=book["filled"],
+            closed=book["closed"],
+            decision=decided.decision,
+        )
+        if progress:
+            progress(result)
+        yield result
