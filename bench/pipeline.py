@@ -408,7 +408,6 @@ def budget_read_ms() -> tuple[float, int]:
     """Best of three constructions of the run budget, and the model-call rows it had to read."""
     from agents import recording
     from agents.domain.pricing import PriceTable
-    from agents.models import ModelCall
 
     recorder = recording.BufferedRecorder(run_id=None, prices=PriceTable.from_mapping({}))
     times = []
@@ -416,7 +415,7 @@ def budget_read_ms() -> tuple[float, int]:
         started = time.perf_counter()
         recording.RunBudget(run_id=0, recorder=recorder)
         times.append((time.perf_counter() - started) * 1000)
-    return min(times), ModelCall.objects.count()
+    return min(times), model_call_rows()
 
 
 def print_analyst_calls(timings: Sequence[RunTiming]) -> None:
@@ -510,7 +509,7 @@ def universe_section(args: argparse.Namespace) -> None:
     setup_s = time.perf_counter() - started
     print(
         f"\n2. Offline overhead, {args.universe}-instrument synthetic universe (SYM000..SYM{args.universe - 1:03d}, "
-        f"NSE, tick 0.05): {len(sessions)} bars each to {sessions[-1]}, own news for {with_news}; "
+        f"NSE, tick 0.05): {len(sessions)} bars each to {sessions[-1]}, own news for {with_news} of them; "
         f"built in {setup_s:.1f} s"
     )
     sample = instruments[: args.sample]
@@ -545,6 +544,7 @@ def measure_workers(sample: Sequence[object], as_of: dt.date, args: argparse.Nam
     print(f"  measured: forked worker processes on the same SQLite file, {runs} fresh runs per setting")
     baseline = 0.0
     for workers in sorted({1, args.workers}):
+        rows_before = model_call_rows()
         result = timed_workers(sample[:runs], as_of, workers)
         measured = runs / result.elapsed_s * 60
         baseline = baseline or measured
@@ -555,13 +555,20 @@ def measure_workers(sample: Sequence[object], as_of: dt.date, args: argparse.Nam
             f"    {workers} worker{'s' if workers > 1 else ' '}: {measured:>6,.0f} runs/minute "
             f"= {measured / baseline:.2f}x one worker; per run wall mean {statistics.fmean(result.walls):.1f} ms, "
             f"p95 {percentile(result.walls, 95):.1f}, CPU {cpu_ms:.1f} ms; "
-            f"workers used {cores:.2f} cores, machine {machine} busy"
+            f"workers used {cores:.2f} cores, machine {machine} busy; {rows_before:,}-{model_call_rows():,} call rows"
         )
     # CPU per run does not depend on what else the machine runs: the ceiling with every core free.
     print(
         f"    ceiling with all {cpu_count()} cores free for workers: {cpu_count() * 60_000 / cpu_ms:,.0f} runs/minute "
         f"({cpu_count()} x 60 000 / {cpu_ms:.1f} ms CPU per run; a projection, not a measurement)"
     )
+
+
+def model_call_rows() -> int:
+    """Stored model calls: the run budget reads them all once per run, so they set the drift."""
+    from agents.models import ModelCall
+
+    return ModelCall.objects.count()
 
 
 def timed_workers(sample: Sequence[object], as_of: dt.date, workers: int) -> WorkerPass:

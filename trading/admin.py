@@ -1,6 +1,7 @@
 from django.contrib import admin
 
 from trading.models import (
+    Account,
     AuditEvent,
     DailyBar,
     FeatureSnapshot,
@@ -8,6 +9,12 @@ from trading.models import (
     Instrument,
     MacroIndicator,
     NewsItem,
+    Order,
+    PipelineRun,
+    Position,
+    Strategy,
+    StrategyRun,
+    Thesis,
 )
 
 
@@ -79,3 +86,62 @@ class AuditEventAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return False
+
+
+@admin.register(Strategy)
+class StrategyAdmin(admin.ModelAdmin):
+    list_display = ["name", "is_active", "schedule", "provider", "run_count"]
+    list_filter = ["is_active"]
+    filter_horizontal = ["universe"]
+    readonly_fields = ["run_count"]
+
+
+@admin.register(StrategyRun)
+class StrategyRunAdmin(admin.ModelAdmin):
+    list_display = ["strategy", "as_of", "decision", "is_replay", "decision_reason"]
+    list_filter = ["strategy", "decision", "is_replay"]
+    list_select_related = ["strategy"]
+
+
+@admin.register(Account)
+class AccountAdmin(admin.ModelAdmin):
+    list_display = ["name", "capital", "cash", "risk_per_trade_pct", "max_notional_pct", "max_positions"]
+    readonly_fields = ["cash"]
+
+
+class _ReadOnly(admin.ModelAdmin):
+    """Written by the pipeline, the approval flow and the broker only: the admin may look, not touch."""
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(PipelineRun)
+class PipelineRunAdmin(_ReadOnly):
+    list_display = ["id", "instrument", "as_of", "provider", "status", "is_replay", "created_at"]
+    list_filter = ["status", "provider", "is_replay"]
+    list_select_related = ["instrument"]
+
+
+@admin.register(Thesis)
+class ThesisAdmin(_ReadOnly):
+    list_display = ["id", "instrument", "direction", "conviction", "status", "risk_approved", "created_at"]
+    list_filter = ["status", "direction", "risk_approved"]
+    list_select_related = ["instrument"]
+
+
+@admin.register(Order)
+class OrderAdmin(_ReadOnly):
+    list_display = ["id", "instrument", "side", "quantity", "status", "fill_price", "filled_on", "costs_total"]
+    list_filter = ["status", "side"]
+    list_select_related = ["instrument"]
+
+
+@admin.register(Position)
+class PositionAdmin(_ReadOnly):
+    list_display = ["id", "instrument", "direction", "quantity", "entry_price", "status", "exit_reason", "realised_pnl"]
+    list_filter = ["status", "direction", "is_replay", "exit_reason"]
+    list_select_related = ["instrument"]

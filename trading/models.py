@@ -319,6 +319,16 @@ class Strategy(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def clean(self) -> None:
+        from django.core.exceptions import ValidationError
+
+        from trading.schedules import schedule_of
+
+        try:
+            schedule_of(self)
+        except ValueError as error:
+            raise ValidationError({"schedule": str(error)}) from None
+
 
 class StrategyRun(models.Model):
     class Decision(models.TextChoices):

@@ -8,12 +8,12 @@ decides approvals by a stated policy instead of a person.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 
-from celery.schedules import crontab
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import F
@@ -26,30 +26,28 @@ from trading.models import DailyBar, Order, PipelineRun, Position, Strategy, Str
 from trading.pipeline import pipeline_run_create, pipeline_run_execute
 from trading.portfolio import replay_account
 from trading.roles import APPROVER, ensure_desk_groups
+from trading.schedules import schedule_of
 
 REPLAY_USER = "replay-policy"
+logger = logging.getLogger(__name__)
 
 
 # --- schedules --------------------------------------------------------------------------------
-
-
-def schedule_of(strategy: Strategy) -> crontab:
-    """A five-field cron expression (minute hour day-of-month month day-of-week), desk time zone."""
-    fields = strategy.schedule.split()
-    if len(fields) != 5:
-        raise ValueError(f"schedule {strategy.schedule!r} is not a five-field cron expression")
-    minute, hour, day_of_month, month, day_of_week = fields
-    return crontab(minute=minute, hour=hour, day_of_month=day_of_month, month_of_year=month, day_of_week=day_of_week)
 
 
 def strategies_due(now: dt.datetime | None = None) -> list[Strategy]:
     now = now or timezone.now()
     due = []
     for strategy in Strategy.objects.filter(is_active=True):
+        try:
+            schedule = schedule_of(strategy, now=now)
+        except ValueError:
+            logger.warning("strategy %s has an invalid schedule %r; skipped", strategy.name, strategy.schedule)
+            continue
         last = (
             strategy.runs.filter(is_replay=False).order_by("-created_at").values_list("created_at", flat=True).first()
         )
-        is_due, _ = schedule_of(strategy).is_due(last or strategy.created_at)
+        is_due, _ = schedule.is_due(last or strategy.created_at)
         if is_due:
             due.append(strategy)
     return due

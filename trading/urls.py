@@ -12,5 +12,7 @@ urlpatterns = [
     path("theses/<int:thesis_id>/", views_book.thesis_detail, name="thesis_detail"),
     path("theses/<int:thesis_id>/decide/", views_book.thesis_decide, name="thesis_decide"),
     path("portfolio/", views_book.portfolio, name="portfolio"),
+    path("strategies/", views_book.strategy_list, name="strategy_list"),
+    path("strategies/<int:strategy_id>/start/", views_book.strategy_start, name="strategy_start"),
     path("positions/<int:position_id>/close/", views_book.position_close, name="position_close"),
 ]

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib import messages
+from django.contrib.auth.decorators import permission_required
 from django.core.paginator import Paginator
+from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
@@ -12,9 +14,10 @@ from django.views.decorators.http import require_POST
 from trading import charts, presenters, selectors, selectors_book
 from trading.approvals import DecisionRefused, thesis_approve, thesis_reject, thesis_staleness
 from trading.broker import BrokerError, position_close_by_hand
-from trading.models import Position, Strategy, Thesis
+from trading.models import Position, Strategy, StrategyRun, Thesis
 from trading.pipeline import run_totals
 from trading.portfolio import account_portfolio, default_account
+from trading.strategies import strategy_run_start
 
 
 def thesis_queue(request: HttpRequest) -> HttpResponse:
@@ -131,3 +134,30 @@ def position_close(request: HttpRequest, position_id: int) -> HttpResponse:
             request, f"Closed {closed.instrument.symbol} at {closed.exit_price}: PnL {closed.realised_pnl}."
         )
     return redirect("portfolio")
+
+
+def strategy_list(request: HttpRequest) -> HttpResponse:
+    strategies = Strategy.objects.prefetch_related("universe").order_by("name")
+    runs = (
+        StrategyRun.objects.select_related("strategy")
+        .annotate(pipeline_count=Count("pipeline_runs"))
+        .order_by("-as_of", "-id")[:100]
+    )
+    return render(
+        request,
+        "trading/strategies.html",
+        {"strategies": strategies, "runs": runs, "can_start": request.user.has_perm("trading.start_run")},
+    )
+
+
+@require_POST
+@permission_required("trading.start_run", raise_exception=True)
+def strategy_start(request: HttpRequest, strategy_id: int) -> HttpResponse:
+    strategy = get_object_or_404(Strategy, pk=strategy_id)
+    try:
+        strategy_run = strategy_run_start(strategy=strategy, user=request.user)
+    except ValueError as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(request, f"{strategy.name}: run of {strategy_run.as_of:%d %b %Y} started.")
+    return redirect("strategy_list")

@@ -67,3 +67,50 @@ class RunStartInput(serializers.Serializer):
         super().__init__(*args, **kwargs)
         self.fields["provider"].choices = PROVIDERS
         self.fields["provider"].required = False
+
+
+class ThesisOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    run = serializers.IntegerField(source="run_id")
+    symbol = serializers.CharField(source="instrument.symbol")
+    direction = serializers.CharField()
+    conviction = serializers.DecimalField(max_digits=5, decimal_places=4)
+    entry = serializers.DecimalField(max_digits=18, decimal_places=4)
+    stop = serializers.DecimalField(max_digits=18, decimal_places=4)
+    target = serializers.DecimalField(max_digits=18, decimal_places=4)
+    horizon_sessions = serializers.IntegerField()
+    quantity = serializers.IntegerField()
+    risk_amount = serializers.DecimalField(max_digits=18, decimal_places=2)
+    notional = serializers.DecimalField(max_digits=18, decimal_places=2)
+    risk_approved = serializers.BooleanField()
+    risk_checks = serializers.JSONField()
+    status = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    expires_at = serializers.DateTimeField(allow_null=True)
+    decided_by = serializers.CharField(source="decided_by.username", allow_null=True, default=None)
+    decided_at = serializers.DateTimeField(allow_null=True)
+    decision_comment = serializers.CharField()
+
+
+class DecisionInput(serializers.Serializer):
+    comment = serializers.CharField(required=False, allow_blank=True, max_length=2000, default="")
+
+
+class PositionOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    thesis = serializers.IntegerField(source="thesis_id")
+    symbol = serializers.CharField(source="instrument.symbol")
+    direction = serializers.CharField()
+    quantity = serializers.IntegerField()
+    entry_price = serializers.DecimalField(max_digits=18, decimal_places=4)
+    opened_on = serializers.DateField()
+    stop = serializers.DecimalField(max_digits=18, decimal_places=4)
+    target = serializers.DecimalField(max_digits=18, decimal_places=4)
+    status = serializers.CharField()
+    last_mark = serializers.DecimalField(max_digits=18, decimal_places=4, allow_null=True)
+    unrealised_pnl = serializers.DecimalField(max_digits=18, decimal_places=2)
+    exit_price = serializers.DecimalField(max_digits=18, decimal_places=4, allow_null=True)
+    closed_on = serializers.DateField(allow_null=True)
+    exit_reason = serializers.CharField()
+    realised_pnl = serializers.DecimalField(max_digits=18, decimal_places=2, allow_null=True)
+    is_replay = serializers.BooleanField()

@@ -9,4 +9,9 @@ urlpatterns = [
     path("instruments/<str:symbol>/features/", views.FeatureBundleApi.as_view(), name="api-features"),
     path("runs/", views.RunListApi.as_view(), name="api-runs"),
     path("runs/<int:run_id>/", views.RunDetailApi.as_view(), name="api-run"),
+    path("theses/", views.ThesisListApi.as_view(), name="api-theses"),
+    path("theses/<int:thesis_id>/", views.ThesisDetailApi.as_view(), name="api-thesis"),
+    path("theses/<int:thesis_id>/approve/", views.ThesisApproveApi.as_view(), name="api-thesis-approve"),
+    path("theses/<int:thesis_id>/reject/", views.ThesisRejectApi.as_view(), name="api-thesis-reject"),
+    path("positions/", views.PositionListApi.as_view(), name="api-positions"),
 ]

@@ -10,20 +10,25 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from trading import selectors, services
+from trading import selectors, selectors_book, services
 from trading.api.serializers import (
     AsOfInput,
     BarFilterInput,
     BarOutput,
+    DecisionInput,
     InstrumentOutput,
+    PositionOutput,
     RunOutput,
     RunStartInput,
     StageOutput,
+    ThesisOutput,
 )
+from trading.approvals import APPROVE_PERMISSION, DecisionRefused, thesis_approve, thesis_reject
 from trading.domain.features import NoPriceData
 from trading.domain.schemas import FeatureBundle
-from trading.models import DailyBar, Instrument, PipelineRun
+from trading.models import DailyBar, Instrument, PipelineRun, Position, Thesis
 from trading.pipeline import run_totals
+from trading.portfolio import default_account
 from trading.runs import pipeline_runs_start
 
 SYMBOL = OpenApiParameter("symbol", str, OpenApiParameter.PATH, description="RELIANCE or NSE:RELIANCE")
@@ -143,3 +148,65 @@ class RunDetailApi(APIView):
         data["stages"] = StageOutput(run.stages.all(), many=True).data
         data["totals"] = {k: str(v) for k, v in run_totals(run).items()}
         return Response(data)
+
+
+class ThesisListApi(generics.ListAPIView):
+    """The approval queue: ?status=pending (default) | approved | rejected | expired | risk_rejected | all,
+    ?symbol=, ?direction=, ?strategy=, ?min_conviction=."""
+
+    serializer_class = ThesisOutput
+
+    def get_queryset(self):
+        return selectors_book.thesis_queue(self.request.query_params)
+
+
+class ThesisDetailApi(generics.RetrieveAPIView):
+    serializer_class = ThesisOutput
+    queryset = Thesis.objects.select_related("instrument", "decided_by")
+    lookup_url_kwarg = "thesis_id"
+
+
+class _ThesisDecisionApi(APIView):
+    decision = ""
+
+    @extend_schema(request=DecisionInput, responses={200: ThesisOutput})
+    def post(self, request: Request, thesis_id: int) -> Response:
+        thesis = get_object_or_404(Thesis.objects.select_related("instrument", "run"), pk=thesis_id)
+        params = DecisionInput(data=request.data)
+        params.is_valid(raise_exception=True)
+        comment = params.validated_data["comment"]
+        try:
+            if self.decision == "approve":
+                thesis_approve(thesis=thesis, user=request.user, comment=comment)
+            else:
+                thesis_reject(thesis=thesis, user=request.user, comment=comment)
+        except DecisionRefused as refusal:
+            if not request.user.has_perm(APPROVE_PERMISSION):
+                raise PermissionDenied(refusal.reason) from None
+            return Response({"detail": refusal.reason}, status=409)
+        thesis.refresh_from_db()
+        return Response(ThesisOutput(thesis).data)
+
+
+class ThesisApproveApi(_ThesisDecisionApi):
+    """Approve (approvers only). 409 with the reason when refused: decided, expired, stale, risk-rejected."""
+
+    decision = "approve"
+
+
+class ThesisRejectApi(_ThesisDecisionApi):
+    """Reject with a comment (approvers only)."""
+
+    decision = "reject"
+
+
+class PositionListApi(generics.ListAPIView):
+    """Positions of the live book: ?status=open | closed."""
+
+    serializer_class = PositionOutput
+
+    def get_queryset(self):
+        positions = Position.objects.filter(account=default_account()).select_related("instrument")
+        if status := self.request.query_params.get("status"):
+            positions = positions.filter(status=status)
+        return positions.order_by("-opened_on", "-id")

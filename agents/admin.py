@@ -1,0 +1,23 @@
+from django.contrib import admin
+
+from agents.models import MemoryEntry, ModelCall
+
+
+@admin.register(ModelCall)
+class ModelCallAdmin(admin.ModelAdmin):
+    list_display = ["created_at", "role", "symbol", "provider", "model", "ok", "input_tokens", "output_tokens", "cost"]
+    list_filter = ["provider", "role", "ok"]
+    search_fields = ["symbol", "prompt_key"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(MemoryEntry)
+class MemoryEntryAdmin(admin.ModelAdmin):
+    list_display = ["created_on", "kind", "symbol", "text"]
+    list_filter = ["kind"]
+    search_fields = ["symbol", "text"]
