@@ -9,6 +9,7 @@ the same single repair, then the stage fails closed.
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 import unicodedata
@@ -139,22 +140,24 @@ def _check_symbol_field(expected: str, output: BaseModel) -> None:
 
 
 def _check_free_text(expected: str, output: BaseModel, other_symbols: Collection[str]) -> None:
-    patterns = _symbol_patterns(expected, other_symbols)
+    pattern = _peer_pattern(bare_symbol(expected), frozenset(bare_symbol(s) for s in other_symbols))
+    if pattern is None:
+        return
     fields = {name: value for name, value in output.model_dump().items() if name != "symbol"}
     for path, text in _texts(fields, ""):
-        for symbol, pattern in patterns.items():
-            if pattern.search(text):
-                raise ValueError(f"{path} names another instrument ({symbol}); this call is about {expected!r}")
+        if match := pattern.search(text):
+            raise ValueError(f"{path} names another instrument ({match.group(0)}); this call is about {expected!r}")
 
 
-def _symbol_patterns(expected: str, other_symbols: Collection[str]) -> dict[str, re.Pattern[str]]:
-    mine = bare_symbol(expected)
-    others = {bare_symbol(symbol) for symbol in other_symbols} - {mine, ""}
-    return {
-        symbol: re.compile(rf"(?<![{_WORD_CHAR}]){re.escape(symbol)}(?![{_WORD_CHAR}])")
-        for symbol in sorted(others)
-        if len(symbol) > 1
-    }
+@functools.lru_cache(maxsize=64)
+def _peer_pattern(mine: str, others: frozenset[str]) -> re.Pattern[str] | None:
+    """One alternation over the universe's other symbols, built once per universe: a desk of
+    hundreds of instruments would otherwise compile hundreds of patterns on every thesis."""
+    peers = sorted((s for s in others - {mine, ""} if len(s) > 1), key=lambda s: (-len(s), s))
+    if not peers:
+        return None
+    alternatives = "|".join(re.escape(symbol) for symbol in peers)
+    return re.compile(rf"(?<![{_WORD_CHAR}])(?:{alternatives})(?![{_WORD_CHAR}])")
 
 
 def _texts(value: object, path: str) -> Iterator[tuple[str, str]]:

@@ -5,55 +5,66 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('trading', '0002_account_pipelinerun_stagerun_thesis_and_more'),
+        ("trading", "0002_account_pipelinerun_stagerun_thesis_and_more"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='MemoryEntry',
+            name="MemoryEntry",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(default='note', max_length=16)),
-                ('symbol', models.CharField(blank=True, max_length=32)),
-                ('text', models.TextField()),
-                ('tags', models.JSONField(blank=True, default=dict)),
-                ('created_on', models.DateField()),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("kind", models.CharField(default="note", max_length=16)),
+                ("symbol", models.CharField(blank=True, max_length=32)),
+                ("text", models.TextField()),
+                ("tags", models.JSONField(blank=True, default=dict)),
+                ("created_on", models.DateField()),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'verbose_name_plural': 'memory entries',
-                'ordering': ['id'],
+                "verbose_name_plural": "memory entries",
+                "ordering": ["id"],
             },
         ),
         migrations.CreateModel(
-            name='ModelCall',
+            name="ModelCall",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('role', models.CharField(max_length=32)),
-                ('symbol', models.CharField(max_length=32)),
-                ('tier', models.CharField(max_length=8)),
-                ('provider', models.CharField(max_length=32)),
-                ('model', models.CharField(max_length=100)),
-                ('prompt_key', models.CharField(db_index=True, help_text='sha256 of role, system and prompt', max_length=64)),
-                ('system', models.TextField()),
-                ('prompt', models.TextField()),
-                ('reply', models.TextField(blank=True)),
-                ('input_tokens', models.PositiveIntegerField(default=0)),
-                ('output_tokens', models.PositiveIntegerField(default=0)),
-                ('cost', models.DecimalField(decimal_places=6, default=0, max_digits=12)),
-                ('latency_ms', models.FloatField(default=0)),
-                ('ok', models.BooleanField()),
-                ('error', models.TextField(blank=True)),
-                ('attempt', models.PositiveSmallIntegerField(default=1)),
-                ('created_at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('run', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='model_calls', to='trading.pipelinerun')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("role", models.CharField(max_length=32)),
+                ("symbol", models.CharField(max_length=32)),
+                ("tier", models.CharField(max_length=8)),
+                ("provider", models.CharField(max_length=32)),
+                ("model", models.CharField(max_length=100)),
+                (
+                    "prompt_key",
+                    models.CharField(db_index=True, help_text="sha256 of role, system and prompt", max_length=64),
+                ),
+                ("system", models.TextField()),
+                ("prompt", models.TextField()),
+                ("reply", models.TextField(blank=True)),
+                ("input_tokens", models.PositiveIntegerField(default=0)),
+                ("output_tokens", models.PositiveIntegerField(default=0)),
+                ("cost", models.DecimalField(decimal_places=6, default=0, max_digits=12)),
+                ("latency_ms", models.FloatField(default=0)),
+                ("ok", models.BooleanField()),
+                ("error", models.TextField(blank=True)),
+                ("attempt", models.PositiveSmallIntegerField(default=1)),
+                ("created_at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                (
+                    "run",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="model_calls",
+                        to="trading.pipelinerun",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['created_at', 'id'],
+                "ordering": ["created_at", "id"],
             },
         ),
     ]
