@@ -11,7 +11,11 @@ from django.db import transaction
 from trading.audit import audit_record
 from trading.domain.demo import DEMO_END, DEMO_START, DemoMarket, generate_demo_market
 from trading.domain.news import content_hash
-from trading.models import DailyBar, FundamentalsSnapshot, Instrument, MacroIndicator, NewsItem
+from trading.models import DailyBar, FundamentalsSnapshot, Instrument, MacroIndicator, NewsItem, PipelineRun, Strategy
+
+
+class SeedRefused(Exception):
+    pass
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,11 @@ def seed_demo(
     existing = _demo_instruments(market)
     if existing and DailyBar.objects.filter(instrument__in=existing).exists() and not reset:
         return SeedReport(seeded=False)
+    if reset and PipelineRun.objects.filter(instrument__in=existing).exists():
+        raise SeedRefused(
+            "the demo instruments have pipeline runs (and maybe theses and positions); a reset would "
+            "delete that track record, so nothing was changed"
+        )
     if reset:
         Instrument.objects.filter(pk__in=[i.pk for i in existing]).delete()
         NewsItem.objects.filter(instrument__isnull=True).delete()
@@ -147,6 +156,18 @@ def seed_demo(
         for f in market.fundamentals
     )
 
+    strategy, _ = Strategy.objects.get_or_create(
+        name="Large-cap swing",
+        defaults={
+            "philosophy": (
+                "Swing trades of one to three weeks in NSE large caps, with the trend and the news, "
+                "stops at two ATRs and 2R targets. No position against a falling 200-day average "
+                "without a catalyst."
+            ),
+            "schedule": "0 16 * * 1-5",
+        },
+    )
+    strategy.universe.set(instruments.values())
     report = SeedReport(
         seeded=True,
         instruments=len(instruments),

@@ -52,3 +52,19 @@ def test_seeding_twice_changes_nothing_and_reset_reloads_the_same_market(db, cap
 
     call_command("seed_demo", "--reset")
     assert list(DailyBar.objects.order_by("instrument__symbol", "date").values_list("close", flat=True)) == bars
+
+
+def test_a_reset_that_would_delete_a_track_record_is_refused(db):
+    import pytest
+    from django.core.management import CommandError
+
+    from trading.models import PipelineRun, Strategy
+
+    seed_demo()
+    reliance = Instrument.objects.get(symbol="RELIANCE")
+    PipelineRun.objects.create(instrument=reliance, as_of=reliance.bars.latest("date").date, provider="offline")
+
+    with pytest.raises(CommandError, match="--reset refused: the demo instruments have pipeline runs"):
+        call_command("seed_demo", "--reset")
+    assert DailyBar.objects.filter(instrument=reliance).exists()
+    assert Strategy.objects.get(name="Large-cap swing").universe.count() == 12

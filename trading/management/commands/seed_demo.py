@@ -1,8 +1,8 @@
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from trading.demo_seed import seed_demo
+from trading.demo_seed import SeedRefused, seed_demo
 
 
 class Command(BaseCommand):
@@ -16,5 +16,8 @@ class Command(BaseCommand):
         parser.add_argument("--reset", action="store_true", help="delete the demo universe first, then load it again")
 
     def handle(self, *args, seed: int, reset: bool, **options) -> None:
-        report = seed_demo(seed=seed, reset=reset)
+        try:
+            report = seed_demo(seed=seed, reset=reset)
+        except SeedRefused as refusal:
+            raise CommandError(f"--reset refused: {refusal}") from None
         self.stdout.write(self.style.SUCCESS(report.summary()) if report.seeded else report.summary())
