@@ -43,3 +43,17 @@ def screenshot(page):
         return path
 
     return take
+
+
+@pytest.fixture
+def log_in(page, live_server):
+    """Log in through the real form as one of the test personas."""
+    from tests.conftest import PASSWORD
+
+    def go(username: str) -> None:
+        page.goto(f"{live_server.url}/login/")
+        page.fill("#id_username", username)
+        page.fill("#id_password", PASSWORD)
+        page.click("button[type=submit]")
+
+    return go

@@ -2,23 +2,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import PASSWORD
-
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def _log_in(page, live_server, username: str) -> None:
-    page.goto(f"{live_server.url}/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-
-
 def test_an_approver_approves_a_thesis_and_the_position_appears_on_the_portfolio(
-    live_server, page, screenshot, approver, pending_thesis, settings
+    log_in, live_server, page, screenshot, approver, pending_thesis, settings
 ):
     settings.BROKER = {**settings.BROKER, "FILL_POLICY": "last_price"}
-    _log_in(page, live_server, "arjun")
+    log_in("arjun")
     page.click("text=Approvals")
     page.click(f"text=#{pending_thesis.pk}")
 
@@ -37,8 +28,8 @@ def test_an_approver_approves_a_thesis_and_the_position_appears_on_the_portfolio
     screenshot("portfolio")
 
 
-def test_a_viewer_sees_no_decision_buttons(live_server, page, viewer, pending_thesis):
-    _log_in(page, live_server, "vera")
+def test_a_viewer_sees_no_decision_buttons(log_in, live_server, page, viewer, pending_thesis):
+    log_in("vera")
     page.goto(f"{live_server.url}/theses/{pending_thesis.pk}/")
 
     assert page.locator("#decide").count() == 0

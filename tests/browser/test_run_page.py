@@ -4,25 +4,17 @@ import threading
 
 import pytest
 
-from tests.conftest import PASSWORD
 from trading.models import PipelineRun
 from trading.pipeline import pipeline_run_execute
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def _log_in(page, live_server, username: str) -> None:
-    page.goto(f"{live_server.url}/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-
-
 def test_an_approver_starts_a_run_and_watches_its_stages_fill_in(
-    live_server, page, screenshot, approver, instrument_with_bars, settings
+    log_in, live_server, page, screenshot, approver, instrument_with_bars, settings
 ):
     settings.LLM = {**settings.LLM, "OFFLINE_LATENCY_MS": 150.0}
-    _log_in(page, live_server, "arjun")
+    log_in("arjun")
     page.click("text=Runs")
     page.check("input[name=symbols][value=RELIANCE]")
     page.click("text=Queue runs")
@@ -46,8 +38,8 @@ def test_an_approver_starts_a_run_and_watches_its_stages_fill_in(
     screenshot("run-page")
 
 
-def test_a_viewer_has_no_start_form(live_server, page, viewer, instrument_with_bars):
-    _log_in(page, live_server, "vera")
+def test_a_viewer_has_no_start_form(log_in, live_server, page, viewer, instrument_with_bars):
+    log_in("vera")
     page.goto(f"{live_server.url}/runs/")
 
     assert page.locator("#start-runs").count() == 0

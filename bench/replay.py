@@ -1,0 +1,456 @@
+"""How long a strategy replay takes, and where its time goes.
+
+Run from the project root:
+
+    .venv/bin/python bench/replay.py [--days N] [--quick] [--keep]
+
+One strategy over the 12 demo instruments (``seed_demo``), replayed over the last N sessions of the
+demo (default 250, about a year; ``--quick`` 30) with the offline model, approval policy ``all``
+and next-open fills, exactly as ``manage.py replay`` does. Everything happens in a throwaway SQLite
+database under a fresh temp directory (removed at the end unless ``--keep``).
+
+Printed: wall time, sessions/second, what the replay produced (pipeline runs, theses, positions,
+reviews, realised PnL), and the split of the wall time:
+
+- the replay's own steps, timed by wrapping the functions the loop calls (module attributes
+  replaced in this process only): the daily book pass ``positions_mark`` (with its fills, closes
+  and the reviews written at each close), ``pipeline_run_create``, ``pipeline_run_execute``,
+  approvals (``thesis_approve``, which places the order) and the decision
+  (``strategy_run_decide``); what is left is the loop's own queries and rows;
+- inside ``pipeline_run_execute``, the pipeline stages from ``StageRun.started_at/finished_at``
+  summed per stage name, and the time between stages;
+- the drift: seconds per session over the first and the last tenth of the sessions, since rows
+  pile up day after day (model calls, memory, marks, audit events).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import logging
+import os
+import platform
+import shutil
+import sqlite3
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from decimal import Decimal
+from functools import wraps
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+if str(PROJECT_ROOT) not in sys.path:
+    sys.path.insert(0, str(PROJECT_ROOT))
+
+from bench.pipeline import (  # noqa: E402 - needs the project root on sys.path
+    budget_read_ms,
+    cpu_count,
+    cpu_model,
+    load_average,
+    use_throwaway_database,
+)
+
+STRATEGY_NAME = "bench-replay"
+QUICK_DAYS = 30
+STAGES = ("features", "context", "analysts", "debate", "trader", "risk")
+BETWEEN_STAGES = "between stages"  # claim, model choice, run budget, events, finish
+
+
+# --- timing the loop's steps ----------------------------------------------------------------------
+
+
+@dataclass
+class StepTimes:
+    """Inclusive seconds and calls per wrapped function (a step that calls another counts both),
+    and each call's seconds keyed by its first positional argument (the run id for the pipeline)."""
+
+    seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    calls: Counter[str] = field(default_factory=Counter)
+    samples: dict[str, list[tuple[Any, float]]] = field(default_factory=lambda: defaultdict(list))
+    _originals: list[tuple[ModuleType, str, Callable[..., Any]]] = field(default_factory=list)
+
+    def wrap(self, module: ModuleType, name: str, label: str) -> None:
+        original = getattr(module, name)
+
+        @wraps(original)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                elapsed = time.perf_counter() - started
+                self.seconds[label] += elapsed
+                self.calls[label] += 1
+                self.samples[label].append((args[0] if args else None, elapsed))
+
+        setattr(module, name, timed)
+        self._originals.append((module, name, original))
+
+    def restore(self) -> None:
+        for module, name, original in reversed(self._originals):
+            setattr(module, name, original)
+        self._originals.clear()
+
+
+@contextmanager
+def timed_steps() -> Iterator[StepTimes]:
+    """Wrap what ``replay_strategy`` calls, where it looks each function up at call time."""
+    from reviews import services as review_services
+    from trading import approvals, broker, strategies
+
+    times = StepTimes()
+    times.wrap(strategies, "replay_clear", "setup")
+    times.wrap(strategies, "_policy_user", "setup")
+    times.wrap(broker, "positions_mark", "book pass")
+    times.wrap(broker, "order_try_fill", "fills")
+    times.wrap(broker, "position_close", "closes")
+    times.wrap(review_services, "position_review", "reviews")  # imported inside replay_strategy
+    times.wrap(strategies, "pipeline_run_create", "pipeline_run_create")
+    times.wrap(strategies, "pipeline_run_execute", "pipeline_run_execute")
+    times.wrap(strategies, "thesis_approve", "approvals")
+    times.wrap(approvals, "thesis_staleness", "staleness check")
+    times.wrap(broker, "order_place", "order placement")
+    times.wrap(strategies, "strategy_run_decide", "decision")
+    try:
+        yield times
+    finally:
+        times.restore()
+
+
+# --- setting up the strategy ----------------------------------------------------------------------
+
+
+def demo_strategy() -> object:
+    from trading.demo_seed import seed_demo
+    from trading.models import Instrument, Strategy
+
+    seed_demo()
+    strategy = Strategy.objects.create(
+        name=STRATEGY_NAME, philosophy="Trend swings on the demo's large caps, 2R targets.", provider="offline"
+    )
+    strategy.universe.set(Instrument.objects.filter(is_active=True))
+    return strategy
+
+
+def last_sessions(strategy: object, days: int) -> list[dt.date]:
+    from trading.domain.demo import DEMO_END, DEMO_START
+    from trading.strategies import replay_sessions
+
+    return replay_sessions(strategy, DEMO_START, DEMO_END)[-days:]
+
+
+def use_replay_settings() -> None:
+    """Next-open fills and a model that answers at once, whatever the environment says."""
+    from django.conf import settings
+
+    settings.BROKER = {**settings.BROKER, "FILL_POLICY": "next_open"}
+    settings.LLM = {**settings.LLM, "OFFLINE_LATENCY_MS": 0.0}
+    # Each approval queues a fill task on the embedded file-system broker (in the temp dir; no
+    # worker reads it, the next day's book pass fills the order), and kombu warns every time.
+    logging.getLogger("kombu.connection").setLevel(logging.ERROR)
+
+
+# --- running -------------------------------------------------------------------------------------
+
+
+@dataclass
+class ReplayResult:
+    wall_s: float
+    day_seconds: list[float]
+    approved: int
+    refused: Counter[str]
+    decisions: Counter[str]
+    steps: StepTimes
+    budget_before_ms: float
+
+
+def refusal_kind(text: str) -> str:
+    """'SYMBOL: stale: the close of ...' -> 'stale'; the first words of other reasons."""
+    reason = text.split(": ", 1)[-1]
+    return reason.split(":", 1)[0] if ":" in reason else " ".join(reason.split()[:6])
+
+
+def run_replay(strategy: object, sessions: list[dt.date], progress: bool) -> ReplayResult:
+    from trading.strategies import ApprovalPolicy, replay_strategy
+
+    approved, refused, decisions, day_seconds = 0, Counter(), Counter(), []
+    budget_before_ms, _ = budget_read_ms()
+    with timed_steps() as steps:
+        started = last = time.perf_counter()
+        days = replay_strategy(
+            strategy=strategy, start=sessions[0], end=sessions[-1], policy=ApprovalPolicy.parse("all")
+        )
+        for index, day in enumerate(days, start=1):
+            now = time.perf_counter()
+            day_seconds.append(now - last)
+            last = now
+            approved += day.approved
+            refused.update(refusal_kind(text) for text in day.refused)
+            decisions[day.decision] += 1
+            if progress and index % 25 == 0:
+                print(f"  ... {index}/{len(sessions)} sessions, {now - started:.0f} s", file=sys.stderr, flush=True)
+        wall = time.perf_counter() - started
+    return ReplayResult(wall, day_seconds, approved, refused, decisions, steps, budget_before_ms)
+
+
+# --- reading the record back -----------------------------------------------------------------------
+
+
+@dataclass
+class ReplayRecord:
+    runs: Counter[str]
+    theses: int
+    risk_approved: int
+    theses_by_status: Counter[str]
+    working_orders: int
+    opened: int
+    closed: int
+    still_open: int
+    exits: Counter[str]
+    reviews: int
+    realised: Decimal
+    stages_by_run: dict[int, dict[str, float]]
+
+    def stage_total(self, stage: str) -> float:
+        return sum(stages.get(stage, 0.0) for stages in self.stages_by_run.values())
+
+
+def read_record(strategy: object) -> ReplayRecord:
+    from reviews.models import TradeReview
+    from trading.models import Order, PipelineRun, Position, StageRun, Thesis
+    from trading.portfolio import replay_account
+
+    account = replay_account(strategy.name)
+    runs = PipelineRun.objects.filter(strategy_run__strategy=strategy, is_replay=True)
+    theses = Thesis.objects.filter(run__in=runs)
+    positions = Position.objects.filter(account=account)
+    closed = positions.filter(status=Position.Status.CLOSED)
+    return ReplayRecord(
+        runs=Counter(runs.values_list("status", flat=True)),
+        theses=theses.count(),
+        risk_approved=theses.filter(risk_approved=True).count(),
+        theses_by_status=Counter(theses.values_list("status", flat=True)),
+        working_orders=Order.objects.filter(account=account, status=Order.Status.WORKING).count(),
+        opened=positions.count(),
+        closed=closed.count(),
+        still_open=positions.filter(status=Position.Status.OPEN).count(),
+        exits=Counter(closed.values_list("exit_reason", flat=True)),
+        reviews=TradeReview.objects.filter(position__in=positions).count(),
+        realised=sum(closed.values_list("realised_pnl", flat=True), start=Decimal(0)),
+        stages_by_run=stages_by_run(StageRun.objects.filter(run__in=runs)),
+    )
+
+
+def stages_by_run(stage_runs: object) -> dict[int, dict[str, float]]:
+    """Seconds per stage of each run, from the stage rows' own timestamps."""
+    by_run: dict[int, dict[str, float]] = defaultdict(dict)
+    for run_id, stage, started, finished in stage_runs.values_list("run_id", "stage", "started_at", "finished_at"):
+        if finished is not None:
+            by_run[run_id][stage] = (finished - started).total_seconds()
+    return by_run
+
+
+# --- printing ---------------------------------------------------------------------------------------
+
+
+def share_line(label: str, seconds: float, wall: float, calls: int | None = None, indent: int = 2) -> str:
+    per_call = f"{seconds * 1000 / calls:9.1f} ms x {calls:>5,}" if calls else f"{'':>19}"
+    return f"{' ' * indent}{label:<{34 - indent}} {seconds:8.2f} s {seconds / wall:6.1%}   {per_call}"
+
+
+def print_outcome(result: ReplayResult, record: ReplayRecord, sessions: list[dt.date]) -> None:
+    runs = sum(record.runs.values())
+    print(
+        f"\nReplayed {len(sessions)} sessions ({sessions[0]} to {sessions[-1]}) in {result.wall_s:.1f} s: "
+        f"{len(sessions) / result.wall_s:.2f} sessions/second, {runs / result.wall_s:.1f} pipeline runs/second"
+    )
+    print(f"  pipeline runs      {runs:>6,}  by status {dict(record.runs.most_common())}")
+    print(
+        f"  theses             {record.theses:>6,}  risk-approved {record.risk_approved:,}; "
+        f"by status {dict(record.theses_by_status.most_common())}"
+    )
+    print(
+        f"  approvals          {result.approved:>6,}  refused {sum(result.refused.values()):,}"
+        f"{' ' + str(dict(result.refused.most_common())) if result.refused else ''}"
+    )
+    print(
+        f"  positions opened   {record.opened:>6,}  closed {record.closed:,} "
+        f"(exits {dict(record.exits.most_common())}), still open {record.still_open:,}; "
+        f"orders still working {record.working_orders:,}"
+    )
+    print(f"  reviews written    {record.reviews:>6,}")
+    print(f"  realised PnL       ₹{record.realised:,.2f} net of costs")
+    print(f"  decisions          {dict(result.decisions.most_common())}")
+
+
+def print_split(result: ReplayResult, record: ReplayRecord) -> None:
+    wall, seconds, calls = result.wall_s, result.steps.seconds, result.steps.calls
+    print(f"\nWhere the {wall:.1f} s go (inclusive; indented lines are inside the line above):")
+    print(f"  {'step':<32} {'seconds':>10} {'share':>6}   {'per call':>19}")
+    print(share_line("setup (clear, policy user)", seconds["setup"], wall))
+    print(share_line("book pass (positions_mark)", seconds["book pass"], wall, calls["book pass"]))
+    for label in ("fills", "closes"):
+        print(share_line(label, seconds[label], wall, calls[label], indent=4))
+    print(share_line("reviews", seconds["reviews"], wall, calls["reviews"], indent=6))
+    marks = seconds["book pass"] - seconds["fills"] - seconds["closes"]
+    print(share_line("marks and exit checks", marks, wall, indent=4))
+    print(share_line("pipeline_run_create", seconds["pipeline_run_create"], wall, calls["pipeline_run_create"]))
+    execute = seconds["pipeline_run_execute"]
+    print(share_line("pipeline_run_execute", execute, wall, calls["pipeline_run_execute"]))
+    runs = len(record.stages_by_run)
+    for stage in STAGES:
+        print(share_line(f"stage {stage}", record.stage_total(stage), wall, runs, indent=4))
+    between = execute - sum(record.stage_total(stage) for stage in STAGES)
+    print(share_line(BETWEEN_STAGES, between, wall, runs, indent=4))
+    print(share_line("approvals (thesis_approve)", seconds["approvals"], wall, calls["approvals"]))
+    for label in ("staleness check", "order placement"):
+        print(share_line(label, seconds[label], wall, calls[label], indent=4))
+    print(share_line("decision (strategy_run_decide)", seconds["decision"], wall, calls["decision"]))
+    timed = sum(seconds[k] for k in ("setup", "book pass", "pipeline_run_create", "pipeline_run_execute"))
+    timed += seconds["approvals"] + seconds["decision"]
+    print(share_line("rest of the loop", wall - timed, wall))
+    print("  (rest: the day's strategy run row, one bar-exists query per instrument, the thesis fetch, the policy)")
+
+
+def tenths(values: list[float]) -> tuple[float, float]:
+    """Mean of the first and of the last tenth of ``values`` (at least one each)."""
+    tenth = max(1, len(values) // 10)
+    first, last = values[:tenth], values[-tenth:]
+    return sum(first) / len(first), sum(last) / len(last)
+
+
+def run_pieces(result: ReplayResult, record: ReplayRecord) -> dict[str, list[float]]:
+    """Per pipeline run, in the order they ran: execute wall, each stage, and between stages."""
+    executes = result.steps.samples["pipeline_run_execute"]
+    pieces: dict[str, list[float]] = {"pipeline_run_execute": [seconds for _, seconds in executes]}
+    for stage in STAGES:
+        pieces[f"  stage {stage}"] = [record.stages_by_run[run_id].get(stage, 0.0) for run_id, _ in executes]
+    pieces[f"  {BETWEEN_STAGES}"] = [
+        seconds - sum(record.stages_by_run[run_id].values()) for run_id, seconds in executes
+    ]
+    return pieces
+
+
+def print_drift(result: ReplayResult, record: ReplayRecord) -> None:
+    """Rows pile up day after day: a step that reads them all grows from the first days to the last."""
+    tenth = max(1, len(result.day_seconds) // 10)
+    print(f"\nDrift: mean ms over the first and the last {tenth} sessions (and their pipeline runs)")
+    print(f"  {'':<34} {'first':>9} {'last':>9} {'last/first':>10}")
+    rows = {"session (whole day)": result.day_seconds}
+    rows["book pass (positions_mark)"] = [seconds for _, seconds in result.steps.samples["book pass"]]
+    rows.update(run_pieces(result, record))
+    for label, values in rows.items():
+        if not values:
+            continue
+        first, last = tenths(values)
+        ratio = f"{last / first:10.2f}" if first > 0 else f"{'-':>10}"
+        print(f"  {label:<34} {first * 1000:9.1f} {last * 1000:9.1f} {ratio}")
+    print(f"  slowest session {max(result.day_seconds):.2f} s (the first pays imports and first-use caches)")
+    budget_ms, rows = budget_read_ms()
+    print(
+        f"  the suspect between stages, RunBudget() alone (sums the cost of today's model calls, and every "
+        f"replayed call is today's): {result.budget_before_ms:.1f} ms before the replay, {budget_ms:.1f} ms "
+        f"at the end with {rows:,} model-call rows"
+    )
+
+
+def print_row_counts() -> None:
+    """The rows the replay left behind: what the later days read past."""
+    from agents.models import MemoryEntry, ModelCall
+    from trading.models import AuditEvent, PositionMark, StageRun
+
+    counts = {
+        "model calls": ModelCall.objects.count(),
+        "stage runs": StageRun.objects.count(),
+        "memory entries": MemoryEntry.objects.count(),
+        "position marks": PositionMark.objects.count(),
+        "audit events": AuditEvent.objects.count(),
+    }
+    print("  rows at the end: " + ", ".join(f"{name} {count:,}" for name, count in counts.items()))
+
+
+def print_header(data_dir: Path, strategy: object, args: argparse.Namespace) -> None:
+    from django.conf import settings
+
+    from trading.portfolio import replay_account
+
+    account = replay_account(strategy.name)
+    print(
+        f"Machine: {cpu_count()} cores ({cpu_model()}), Python {platform.python_version()}, "
+        f"SQLite {sqlite3.sqlite_version} (WAL, synchronous=NORMAL); {load_average()}"
+    )
+    print(
+        f"Settings: throwaway DB {data_dir / 'desk.sqlite3'}; provider offline (latency 0 ms); policy all; "
+        f"fill policy {settings.BROKER['FILL_POLICY']}; feature lookback {settings.DESK['FEATURE_LOOKBACK_BARS']} "
+        f"bars; {args.days} sessions{' (--quick)' if args.quick else ''}"
+    )
+    symbols = ", ".join(strategy.universe.order_by("symbol").values_list("symbol", flat=True))
+    print(f"Strategy {strategy.name!r}: {strategy.universe.count()} demo instruments ({symbols})")
+    print(
+        f"Replay account: capital ₹{account.capital:,.0f}, risk {account.risk_per_trade_pct}% per trade, "
+        f"max {account.max_positions} positions, max notional {account.max_notional_pct}%, "
+        f"exposure cap {account.exposure_cap_pct}% (the desk defaults)"
+    )
+
+
+# --- entry point -----------------------------------------------------------------------------------
+
+
+def parse_arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--days", type=int, default=250, help="sessions replayed, the last of the demo")
+    parser.add_argument("--quick", action="store_true", help=f"{QUICK_DAYS} sessions")
+    parser.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
+    parser.add_argument("--keep", action="store_true", help="keep the temp directory (its path is printed)")
+    args = parser.parse_args()
+    if args.quick:
+        args.days = QUICK_DAYS
+    if args.days < 1:
+        parser.error("--days must be at least 1")
+    return args
+
+
+def bench(args: argparse.Namespace, data_dir: Path) -> None:
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    use_replay_settings()
+    seeded = time.perf_counter()
+    strategy = demo_strategy()
+    seed_s = time.perf_counter() - seeded
+    sessions = last_sessions(strategy, args.days)
+    print_header(data_dir, strategy, args)
+    print(f"Demo seeded in {seed_s:.1f} s (not counted)")
+    result = run_replay(strategy, sessions, progress=not args.no_progress)
+    record = read_record(strategy)
+    print_outcome(result, record, sessions)
+    print_split(result, record)
+    print_drift(result, record)
+    print_row_counts()
+
+
+def main() -> None:
+    args = parse_arguments()
+    started = time.perf_counter()
+    data_dir = Path(tempfile.mkdtemp(prefix="desk-bench-replay-"))
+    os.environ["DEBUG"] = "0"  # DEBUG keeps every query in memory: slower, and growing
+    try:
+        use_throwaway_database(data_dir)
+        bench(args, data_dir)
+    finally:
+        if args.keep:
+            print(f"\nKept {data_dir}")
+        else:
+            shutil.rmtree(data_dir, ignore_errors=True)
+    print(f"\nBench took {time.perf_counter() - started:.0f} s; {load_average()} at the end.")
+
+
+if __name__ == "__main__":
+    main()
