@@ -49,3 +49,30 @@ def test_a_logged_in_viewer_receives_published_desk_events(viewer):
 def test_the_channel_layer_is_the_configured_one():
     backend = settings.CHANNEL_LAYERS["default"]["BACKEND"]
     assert backend.endswith("RedisChannelLayer" if settings.REDIS_URL else "InMemoryChannelLayer")
+
+
+def test_a_run_page_socket_receives_each_stage_as_it_happens(viewer, instrument_with_bars):
+    from trading.pipeline import STAGES, pipeline_run_create, pipeline_run_execute
+
+    run = pipeline_run_create(
+        instrument=instrument_with_bars, as_of=instrument_with_bars.bars.latest("date").date, provider="offline"
+    )
+    cookie = _session_cookie(viewer)
+
+    async def scenario():
+        communicator = WebsocketCommunicator(application, f"/ws/runs/{run.pk}/", headers=[ORIGIN, (b"cookie", cookie)])
+        connected, _ = await communicator.connect()
+        assert connected
+        await sync_to_async(pipeline_run_execute)(run.pk)
+        events = []
+        while not events or events[-1]["kind"] != "run.finished":
+            events.append(await communicator.receive_json_from(timeout=10))
+        await communicator.disconnect()
+        return events
+
+    events = async_to_sync(scenario)()
+
+    started = [e["data"]["stage"] for e in events if e["kind"] == "stage.started"]
+    finished = [e["data"]["stage"] for e in events if e["kind"] == "stage.finished"]
+    assert started == list(STAGES) and finished == list(STAGES)
+    assert events[-1]["data"]["status"] == "completed"
