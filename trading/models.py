@@ -308,6 +308,10 @@ class Strategy(models.Model):
         max_length=64, default="0 16 * * 1-5", help_text="cron: minute hour day-of-month month day-of-week"
     )
     provider = models.CharField(max_length=32, blank=True, help_text="model provider; blank = the desk default")
+    # Risk parameters of the mandate; blank = the account's.
+    risk_per_trade_pct = models.DecimalField(max_digits=6, decimal_places=3, null=True, blank=True)
+    max_notional_pct = models.DecimalField(max_digits=6, decimal_places=2, null=True, blank=True)
+    max_positions = models.PositiveIntegerField(null=True, blank=True)
     is_active = models.BooleanField(default=True)
     run_count = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)

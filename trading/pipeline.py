@@ -155,12 +155,23 @@ def _memory_query(instrument: Instrument, bundle: FeatureBundle) -> str:
     return f"{instrument.symbol} {instrument.sector} {trend} breakout support resistance earnings"
 
 
+def _strategy_of(run: PipelineRun):
+    return run.strategy_run.strategy if run.strategy_run_id else None
+
+
 def _stage_context(ctx: RunContext) -> dict:
     instrument = ctx.run.instrument
     hits = recording.memory_search(_memory_query(instrument, ctx.bundle), symbol=instrument.symbol, as_of=ctx.run.as_of)
+    strategy = _strategy_of(ctx.run)
+    memory_block = format_memory_block(hits)
+    if strategy is not None:
+        # The mandate travels with the memory block, so every agent reads it before the evidence.
+        mandate = " ".join(strategy.philosophy.split())
+        memory_block = f"Strategy mandate ({strategy.name}): {mandate}\n{memory_block}"
     return {
-        "memory_block": format_memory_block(hits),
+        "memory_block": memory_block,
         "memory_ids": [hit.record.id for hit in hits],
+        "mandate": strategy.philosophy if strategy else "",
     }
 
 
@@ -242,7 +253,7 @@ def _stage_risk(ctx: RunContext) -> dict:
         stop=Decimal(str(thesis.stop)),
         target=Decimal(str(thesis.target)),
         lot_size=instrument.lot_size,
-        limits=risk_limits(account),
+        limits=risk_limits(account, _strategy_of(run)),
         portfolio=account_portfolio(account, today=run.as_of),
     )
     summary = decision.to_dict()

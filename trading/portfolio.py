@@ -52,12 +52,18 @@ def account_for_run(run) -> Account:
     return default_account()
 
 
-def risk_limits(account: Account) -> RiskLimits:
+def risk_limits(account: Account, strategy=None) -> RiskLimits:
+    """The account's limits, tightened or loosened by the strategy's mandate where it sets one."""
+
+    def pick(name: str):
+        own = getattr(strategy, name, None) if strategy is not None else None
+        return own if own is not None else getattr(account, name)
+
     return RiskLimits(
-        risk_per_trade_pct=account.risk_per_trade_pct,
+        risk_per_trade_pct=pick("risk_per_trade_pct"),
         daily_loss_cap=account.daily_loss_cap,
-        max_notional_pct=account.max_notional_pct,
-        max_positions=account.max_positions,
+        max_notional_pct=pick("max_notional_pct"),
+        max_positions=pick("max_positions"),
         exposure_cap_pct=account.exposure_cap_pct,
     )
 

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_POST
 from trading import charts, presenters, selectors, selectors_book
 from trading.approvals import DecisionRefused, thesis_approve, thesis_reject, thesis_staleness
 from trading.broker import BrokerError, position_close_by_hand
-from trading.models import Position, Strategy, StrategyRun, Thesis
+from trading.models import Account, Position, Strategy, StrategyRun, Thesis
 from trading.pipeline import run_totals
 from trading.portfolio import account_portfolio, default_account
 from trading.strategies import strategy_run_start
@@ -88,7 +88,10 @@ def thesis_decide(request: HttpRequest, thesis_id: int) -> HttpResponse:
 
 
 def portfolio(request: HttpRequest) -> HttpResponse:
-    account = default_account()
+    """The live book by default; ?account=<id> shows a replay's book (same figures, same page)."""
+    live = default_account()
+    accounts = list(Account.objects.order_by("id"))
+    account = next((a for a in accounts if str(a.pk) == request.GET.get("account")), live)
     state = account_portfolio(account)
     open_positions = list(selectors_book.open_positions(account))
     curve = selectors_book.equity_curve(account)
@@ -115,7 +118,8 @@ def portfolio(request: HttpRequest) -> HttpResponse:
             "closed_positions": selectors_book.closed_positions(account),
             "unrealised": sum((p.unrealised_pnl for p in open_positions), start=0),
             "chart": figure if curve else None,
-            "can_close": request.user.has_perm("trading.approve_thesis"),
+            "can_close": request.user.has_perm("trading.approve_thesis") and account.pk == live.pk,
+            "accounts": accounts,
         },
     )
 

@@ -121,3 +121,32 @@ def test_the_command_names_the_problem(strategy):
         call_command("replay", "--strategy", "nope", "--from", "2024-01-01", "--to", "2024-02-01")
     with pytest.raises(CommandError, match="is after"):
         call_command("replay", "--strategy", "swing", "--from", "2024-02-01", "--to", "2024-01-01")
+
+
+def test_the_portfolio_page_reads_a_replays_book(client, viewer, strategy, instrument_with_bars):
+    from django.urls import reverse
+
+    from trading.portfolio import replay_account
+
+    start, end = _days(instrument_with_bars, 240, 262)
+    _replay(strategy, start, end)
+    account = replay_account(strategy.name)
+    client.force_login(viewer)
+
+    body = client.get(reverse("portfolio"), {"account": account.pk}).content.decode()
+
+    assert "replay: swing" in body
+    assert "No closed positions yet." not in body
+
+
+def test_a_strategy_mandate_and_its_risk_limits_reach_the_run(strategy, instrument_with_bars):
+    Strategy.objects.filter(pk=strategy.pk).update(max_positions=0)
+    start, end = _days(instrument_with_bars, 250, 250)
+
+    _replay(strategy, start, end)
+
+    thesis = Thesis.objects.filter(run__strategy_run__strategy=strategy).first()
+    checks = {c["name"]: c["passed"] for c in thesis.risk_checks}
+    assert checks["max_positions"] is False and not thesis.risk_approved
+    context = thesis.run.stages.get(stage="context").output
+    assert context["memory_block"].startswith("Strategy mandate (swing): Trend swings")
