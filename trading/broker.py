@@ -55,7 +55,7 @@ def order_place(*, thesis: Thesis, account: Account, placed_on: dt.date | None =
     )
     if order.fill_policy == "last_price":
         order_try_fill(order=order)
-    else:
+    elif not thesis.run.is_replay:  # a replay fills its orders in its own daily pass
         transaction.on_commit(lambda: _queue_fill(order.pk))
     return order
 
