@@ -74,9 +74,12 @@ class StepTimes:
     seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     calls: Counter[str] = field(default_factory=Counter)
     samples: dict[str, list[tuple[Any, float]]] = field(default_factory=lambda: defaultdict(list))
+    failures: list[tuple[str, dict[str, Any], Exception]] = field(default_factory=list)
     _originals: list[tuple[ModuleType, str, Callable[..., Any]]] = field(default_factory=list)
 
-    def wrap(self, module: ModuleType, name: str, label: str) -> None:
+    def wrap(self, module: ModuleType, name: str, label: str, tolerate: tuple[type[Exception], ...] = ()) -> None:
+        """Time every call of ``module.name``. A ``tolerate`` error is recorded and the call
+        returns None, so the replay goes on; any other error goes through."""
         original = getattr(module, name)
 
         @wraps(original)
@@ -84,6 +87,9 @@ class StepTimes:
             started = time.perf_counter()
             try:
                 return original(*args, **kwargs)
+            except tolerate as error:
+                self.failures.append((label, kwargs, error))
+                return None
             finally:
                 elapsed = time.perf_counter() - started
                 self.seconds[label] += elapsed
@@ -100,8 +106,12 @@ class StepTimes:
 
 
 @contextmanager
-def timed_steps() -> Iterator[StepTimes]:
-    """Wrap what ``replay_strategy`` calls, where it looks each function up at call time."""
+def timed_steps(strict: bool) -> Iterator[StepTimes]:
+    """Wrap what ``replay_strategy`` calls, where it looks each function up at call time.
+
+    Unless ``strict``, a review that raises ValueError is recorded and skipped instead of ending
+    the replay: the position is already closed (committed) when its review runs, as a live review
+    task failing would leave it."""
     from reviews import services as review_services
     from trading import approvals, broker, strategies
 
@@ -111,7 +121,8 @@ def timed_steps() -> Iterator[StepTimes]:
     times.wrap(broker, "positions_mark", "book pass")
     times.wrap(broker, "order_try_fill", "fills")
     times.wrap(broker, "position_close", "closes")
-    times.wrap(review_services, "position_review", "reviews")  # imported inside replay_strategy
+    tolerate = () if strict else (ValueError,)
+    times.wrap(review_services, "position_review", "reviews", tolerate)  # imported inside replay_strategy
     times.wrap(strategies, "pipeline_run_create", "pipeline_run_create")
     times.wrap(strategies, "pipeline_run_execute", "pipeline_run_execute")
     times.wrap(strategies, "thesis_approve", "approvals")
@@ -177,12 +188,12 @@ def refusal_kind(text: str) -> str:
     return reason.split(":", 1)[0] if ":" in reason else " ".join(reason.split()[:6])
 
 
-def run_replay(strategy: object, sessions: list[dt.date], progress: bool) -> ReplayResult:
+def run_replay(strategy: object, sessions: list[dt.date], progress: bool, strict: bool) -> ReplayResult:
     from trading.strategies import ApprovalPolicy, replay_strategy
 
     approved, refused, decisions, day_seconds = 0, Counter(), Counter(), []
     budget_before_ms, _ = budget_read_ms()
-    with timed_steps() as steps:
+    with timed_steps(strict) as steps:
         started = last = time.perf_counter()
         days = replay_strategy(
             strategy=strategy, start=sessions[0], end=sessions[-1], policy=ApprovalPolicy.parse("all")
@@ -286,8 +297,31 @@ def print_outcome(result: ReplayResult, record: ReplayRecord, sessions: list[dt.
         f"orders still working {record.working_orders:,}"
     )
     print(f"  reviews written    {record.reviews:>6,}")
+    print_failures(result.steps.failures)
     print(f"  realised PnL       ₹{record.realised:,.2f} net of costs")
     print(f"  decisions          {dict(result.decisions.most_common())}")
+
+
+def describe_position(position: object) -> str:
+    thesis = position.thesis
+    return (
+        f"position #{position.pk} {position.instrument.symbol} {position.direction}: thesis entry {thesis.entry}, "
+        f"filled {position.entry_price} on {position.opened_on}, stop {position.stop}, target {position.target}; "
+        f"closed {position.closed_on} by {position.exit_reason} at {position.exit_price}"
+    )
+
+
+def print_failures(failures: list[tuple[str, dict[str, Any], Exception]]) -> None:
+    """Errors the bench caught so the replay could finish; ``manage.py replay`` would stop at the first."""
+    if not failures:
+        return
+    print(
+        f"  REVIEWS FAILED     {len(failures):>6,}  the replay command would stop at the first; "
+        f"this bench skips them (--strict to stop)"
+    )
+    for label, kwargs, error in failures:
+        where = describe_position(kwargs["position"]) if "position" in kwargs else label
+        print(f"    {type(error).__name__}: {error}\n      {where}")
 
 
 def print_split(result: ReplayResult, record: ReplayRecord) -> None:
@@ -407,6 +441,7 @@ def parse_arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--days", type=int, default=250, help="sessions replayed, the last of the demo")
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_DAYS} sessions")
+    parser.add_argument("--strict", action="store_true", help="a failing review ends the replay (as manage.py replay)")
     parser.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     parser.add_argument("--keep", action="store_true", help="keep the temp directory (its path is printed)")
     args = parser.parse_args()
@@ -428,7 +463,7 @@ def bench(args: argparse.Namespace, data_dir: Path) -> None:
     sessions = last_sessions(strategy, args.days)
     print_header(data_dir, strategy, args)
     print(f"Demo seeded in {seed_s:.1f} s (not counted)")
-    result = run_replay(strategy, sessions, progress=not args.no_progress)
+    result = run_replay(strategy, sessions, progress=not args.no_progress, strict=args.strict)
     record = read_record(strategy)
     print_outcome(result, record, sessions)
     print_split(result, record)

@@ -1,0 +1,54 @@
+"""The beat and queue tasks, called directly: ids in, services do the work, a repeat is harmless."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from trading.approvals import thesis_approve
+from trading.models import DailyBar, Order, Position, Strategy, StrategyRun, Thesis
+from trading.tasks import expire_theses, fill_order, mark_positions, review_position, run_due_strategies
+
+
+def test_fill_then_mark_then_review_by_task(pending_thesis, approver, settings):
+    settings.BROKER = {**settings.BROKER, "FILL_POLICY": "next_open"}
+    order = thesis_approve(thesis=pending_thesis, user=approver)
+    assert fill_order(order.pk)["position_id"] is None  # no next session yet: it waits
+
+    last = pending_thesis.instrument.bars.latest("date")
+    DailyBar.objects.create(
+        instrument=pending_thesis.instrument,
+        date=last.date + dt.timedelta(days=3),
+        open=last.close,
+        high=last.close,
+        low=last.close,
+        close=last.close,
+        volume=1000,
+    )
+    filled = fill_order(order.pk)
+    assert filled["status"] == "filled" and Position.objects.filter(pk=filled["position_id"]).exists()
+    assert fill_order(order.pk)["position_id"] == filled["position_id"]  # a redelivery changes nothing
+
+    assert mark_positions()["closed"] == 0  # the latest bar is the fill day: nothing to exit yet
+    assert Position.objects.get().status == "open"
+
+
+def test_review_task_is_quiet_for_a_missing_position(db):
+    assert review_position(123456) == {"status": "gone", "position_id": 123456}
+
+
+def test_expire_task_counts_expired_theses(pending_thesis):
+    Thesis.objects.filter(pk=pending_thesis.pk).update(expires_at=pending_thesis.created_at)
+    assert expire_theses() == 1
+    assert Thesis.objects.get().status == "expired"
+
+
+def test_due_strategies_are_started_once(instrument_with_bars, django_capture_on_commit_callbacks):
+    strategy = Strategy.objects.create(name="always", philosophy="test", schedule="* * * * *")
+    strategy.universe.set([instrument_with_bars])
+    Strategy.objects.filter(pk=strategy.pk).update(created_at=strategy.created_at.replace(year=2020))
+
+    with django_capture_on_commit_callbacks():
+        started = run_due_strategies()
+
+    assert started == [StrategyRun.objects.get().pk]
+    assert Order.objects.count() == 0
