@@ -213,7 +213,14 @@ if REDIS_URL:
         "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}}
     }
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    # In memory, relayed between processes through a small SQLite file: the worker's stage events
+    # reach the web server's websockets without Redis.
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "config.channel_layers.RelayedInMemoryChannelLayer",
+            "CONFIG": {"path": str(DATA_DIR / "channels.sqlite3")},
+        }
+    }
 
 # --- Desk ---------------------------------------------------------------------------------------
 DESK = {

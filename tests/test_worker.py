@@ -150,3 +150,38 @@ def test_a_worker_killed_mid_run_is_resumed_without_duplicates(instrument_with_b
 def test_the_broker_is_the_configured_one():
     expected = "redis" if settings.REDIS_URL else "filesystem"
     assert settings.CELERY_BROKER_URL.startswith(expected)
+
+
+def test_a_run_on_a_worker_pushes_its_stages_to_a_socket_in_this_process(instrument_with_bars, start_worker, viewer):
+    from asgiref.sync import async_to_sync
+    from channels.testing import WebsocketCommunicator
+    from django.test import Client
+
+    from config.asgi import application
+
+    queue = _queue()
+    start_worker(queue)
+    run = pipeline_run_create(
+        instrument=instrument_with_bars, as_of=instrument_with_bars.bars.latest("date").date, provider="offline"
+    )
+    client = Client()
+    client.force_login(viewer)
+    cookie = f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}".encode()
+
+    async def scenario():
+        socket = WebsocketCommunicator(
+            application, f"/ws/runs/{run.pk}/", headers=[(b"origin", b"http://testserver"), (b"cookie", cookie)]
+        )
+        connected, _ = await socket.connect()
+        assert connected
+        run_pipeline.apply_async((run.pk,), queue=queue)
+        kinds = []
+        while "run.finished" not in kinds:
+            kinds.append((await socket.receive_json_from(timeout=90))["kind"])
+        await socket.disconnect()
+        return kinds
+
+    kinds = async_to_sync(scenario)()
+
+    assert kinds.count("stage.finished") == len(STAGES)
+    assert kinds[-1] == "run.finished"

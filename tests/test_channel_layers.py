@@ -1,0 +1,63 @@
+"""The embedded channel layer relays group messages between processes through SQLite."""
+
+from __future__ import annotations
+
+import asyncio
+
+from asgiref.sync import async_to_sync
+
+from config.channel_layers import RelayedInMemoryChannelLayer
+
+
+def _pair(tmp_path, poll_interval: float = 0.05):
+    path = str(tmp_path / "relay.sqlite3")
+    return (
+        RelayedInMemoryChannelLayer(path=path, poll_interval=poll_interval),
+        RelayedInMemoryChannelLayer(path=path),
+    )
+
+
+def test_a_message_sent_in_another_process_reaches_this_ones_group(tmp_path):
+    web, worker = _pair(tmp_path)
+
+    async def scenario():
+        channel = await web.new_channel()
+        await web.group_add("run-7", channel)
+        await worker.group_send("run-7", {"type": "desk.event", "event": {"kind": "stage.started"}})
+        message = await asyncio.wait_for(web.receive(channel), timeout=5)
+        await web.flush()
+        return message
+
+    assert async_to_sync(scenario)() == {"type": "desk.event", "event": {"kind": "stage.started"}}
+
+
+def test_a_process_does_not_receive_its_own_messages_twice(tmp_path):
+    web, _ = _pair(tmp_path, poll_interval=60)
+
+    async def scenario():
+        channel = await web.new_channel()
+        await web.group_add("desk", channel)
+        await web.group_send("desk", {"type": "desk.event", "n": 1})
+        first = await web.receive(channel)
+        relayed = await web.poll_once()
+        queued = web.channels[channel].qsize() if channel in web.channels else 0
+        await web.flush()
+        return first, relayed, queued
+
+    first, relayed, queued = async_to_sync(scenario)()
+    assert first["n"] == 1 and relayed == 0 and queued == 0
+
+
+def test_only_groups_with_members_here_are_delivered(tmp_path):
+    web, worker = _pair(tmp_path, poll_interval=60)  # only the explicit poll below reads the relay
+
+    async def scenario():
+        channel = await web.new_channel()
+        await web.group_add("run-1", channel)
+        await worker.group_send("run-2", {"type": "desk.event"})
+        read = await web.poll_once()
+        queued = web.channels[channel].qsize() if channel in web.channels else 0
+        await web.flush()
+        return read, queued
+
+    assert async_to_sync(scenario)() == (1, 0)
