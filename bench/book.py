@@ -38,7 +38,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -164,7 +164,38 @@ def thesis_counts() -> tuple[int, int]:
 # --- SQL queries per page, in process ---------------------------------------------------------------
 
 
-def query_counts(pages: Sequence[Page], user: object) -> dict[str, int]:
+@dataclass(frozen=True)
+class PageQueries:
+    count: int
+    db_ms: float  # the database's share of the request: every query timed as it executes
+    slowest_ms: float
+    slowest_sql: str
+
+
+@dataclass
+class QueryTimer:
+    """A ``connection.execute_wrapper``: each query's ms, in order (the debug cursor rounds to 1 ms)."""
+
+    ms: list[float] = field(default_factory=list)
+
+    def __call__(
+        self, execute: Callable[..., object], sql: str, params: object, many: bool, context: dict[str, object]
+    ) -> object:
+        started = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            self.ms.append((time.perf_counter() - started) * 1000)
+
+
+def page_queries(captured: Sequence[dict[str, str]], timer: QueryTimer) -> PageQueries:
+    if len(timer.ms) != len(captured):
+        raise SystemExit(f"{len(captured)} queries captured but {len(timer.ms)} timed")
+    slowest_ms, slowest_sql = max(zip(timer.ms, (query["sql"] for query in captured), strict=True), default=(0, ""))
+    return PageQueries(len(captured), sum(timer.ms), slowest_ms, slowest_sql)
+
+
+def query_counts(pages: Sequence[Page], user: object) -> dict[str, PageQueries]:
     """Queries per page through the test client (one request first, so lazy first-use work is not
     counted), with the same logged-in approver."""
     from django.db import connection
@@ -176,11 +207,12 @@ def query_counts(pages: Sequence[Page], user: object) -> dict[str, int]:
     counts = {}
     for page in pages:
         client.get(page.path)
-        with CaptureQueriesContext(connection) as captured:
+        timer = QueryTimer()
+        with CaptureQueriesContext(connection) as captured, connection.execute_wrapper(timer):
             response = client.get(page.path)
         if response.status_code != 200:
             raise SystemExit(f"{page.path} answered {response.status_code} in process")
-        counts[page.label] = len(captured)
+        counts[page.label] = page_queries(captured.captured_queries, timer)
     return counts
 
 
@@ -378,17 +410,42 @@ def print_header(data_dir: Path, args: argparse.Namespace) -> None:
     )
 
 
-def print_queries(counts: dict[int, dict[str, int]]) -> None:
+def print_queries(counts: dict[int, dict[str, PageQueries]]) -> None:
     sizes = sorted(counts)
-    print("\nSQL queries per page (django.test.Client in process, logged-in approver, after one warm-up request):")
-    print(f"  {'page':<24} " + " ".join(f"{f'{size:,} theses':>14}" for size in sizes) + "  constant")
+    print("\nSQL queries per page (django.test.Client in process, logged-in approver, after one warm-up request)")
+    print("and the time the database took for them (each query timed as it executes):")
+    print(f"  {'page':<24} " + " ".join(f"{f'{size:,} theses':>22}" for size in sizes) + "  constant")
     for label in counts[sizes[0]]:
-        values = [counts[size][label] for size in sizes]
+        cells = [counts[size][label] for size in sizes]
         print(
             f"  {label:<24} "
-            + " ".join(f"{value:>14}" for value in values)
-            + f"  {'yes' if len(set(values)) == 1 else 'NO'}"
+            + " ".join(f"{f'{cell.count} queries, {cell.db_ms:.2f} ms':>22}" for cell in cells)
+            + f"  {'yes' if len({cell.count for cell in cells}) == 1 else 'NO'}"
         )
+    print(f"  slowest query of each page at {sizes[-1]:,} theses, and SQLite's plan for it:")
+    for label, cell in counts[sizes[-1]].items():
+        print(f"    {label:<22} {cell.slowest_ms:6.2f} ms  {shorten(cell.slowest_sql)}")
+        print(f"    {'':<22}    plan: {query_plan(cell.slowest_sql)}")
+
+
+def shorten(sql: str, width: int = 140) -> str:
+    """The SELECT list is long and tells little: keep its start, and FROM onwards (the end if long)."""
+    sql = re.sub(r"\s+", " ", sql)
+    head, _, tail = sql.partition(" FROM ")
+    text = f"{head[:30]}... FROM {tail}" if tail and len(head) > 30 else sql
+    return text if len(text) <= width else f"{text[:60]} ... {text[-(width - 65) :]}"
+
+
+def query_plan(sql: str) -> str:
+    """EXPLAIN QUERY PLAN of a captured query (its parameters are already inlined by Django)."""
+    from django.db import DatabaseError, connection
+
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(f"EXPLAIN QUERY PLAN {sql}")
+            return "; ".join(row[-1] for row in cursor.fetchall())
+    except DatabaseError as error:
+        return f"unavailable ({error})"
 
 
 # --- entry point ----------------------------------------------------------------------------------------
@@ -435,7 +492,7 @@ def bench(args: argparse.Namespace, data_dir: Path) -> None:
         f"({', '.join(instruments)}); thesis page: #{target.pk} {target.instrument.symbol} {target.direction} "
         f"(a real run, {target.run.stages.count()} stages)"
     )
-    counts: dict[int, dict[str, int]] = {}
+    counts: dict[int, dict[str, PageQueries]] = {}
     with running_server(args.server, data_dir / "server.log") as port:
         cookie = log_in(port)
         print(f"Server {args.server} on {HOST}:{port}; approver {USERNAME!r} logged in through the login form")

@@ -1,5 +1,5 @@
-// Live run page: stage events arrive over the websocket; a slow poll covers setups where the
-// worker's events cannot reach this server (no Redis). Both just re-render the run body.
+// Live run page: stage events arrive over the websocket; a slow poll is the safety net for a
+// dropped socket or a proxy without websockets. Both just re-render the run body.
 (function () {
   "use strict";
   const body = document.getElementById("run-body");
