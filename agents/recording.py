@@ -74,16 +74,25 @@ class RunBudget:
     """Stops further calls once the run's tokens or the day's cost are spent. The stored totals
     are read once (in the orchestrator's thread); calls made since are counted by the recorder."""
 
-    def __init__(self, *, run_id: int, recorder: BufferedRecorder) -> None:
+    # Providers whose calls cost nothing: their runs need not read the day's spend at all.
+    FREE_PROVIDERS = frozenset({"offline", "replay", "ollama"})
+
+    def __init__(self, *, run_id: int, recorder: BufferedRecorder, provider: str = "") -> None:
         self.recorder = recorder
         self.run_tokens_limit = settings.LLM["RUN_TOKEN_BUDGET"]
         self.day_cost_limit = Decimal(str(settings.LLM["DAILY_COST_BUDGET"]))
         run_calls = ModelCall.objects.filter(run_id=run_id).aggregate(i=Sum("input_tokens"), o=Sum("output_tokens"))
         self.run_tokens_before = (run_calls["i"] or 0) + (run_calls["o"] or 0)
-        today = timezone.localdate()
-        self.day_cost_before = ModelCall.objects.filter(created_at__date=today).aggregate(c=Sum("cost"))[
-            "c"
-        ] or Decimal(0)
+        self.day_cost_before = Decimal(0) if provider in self.FREE_PROVIDERS else self._spent_today()
+
+    @staticmethod
+    def _spent_today() -> Decimal:
+        # A range between local midnights uses the index on created_at; a __date lookup cannot.
+        midnight = timezone.localtime().replace(hour=0, minute=0, second=0, microsecond=0)
+        today = ModelCall.objects.filter(
+            created_at__gte=midnight, created_at__lt=midnight + dt.timedelta(days=1), cost__gt=0
+        )
+        return today.aggregate(c=Sum("cost"))["c"] or Decimal(0)
 
     def check(self) -> None:
         tokens = self.run_tokens_before + self.recorder.tokens

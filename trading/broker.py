@@ -86,8 +86,15 @@ def order_try_fill(*, order: Order, as_of: dt.date | None = None) -> Position | 
     filled_on = next_bar.date if order.fill_policy == "next_open" else order.placed_on
     tick = order.instrument.tick_size
     price = fill_price(side=order.side, reference=reference, slippage_bps=order.slippage_bps, tick=tick)
-    costs = order_costs(order.side, order.quantity, price, cost_model())
     thesis = order.thesis
+    if not _inside_levels(thesis.direction, price, stop=thesis.stop, target=thesis.target):
+        _cancel(
+            order,
+            f"the fill price {price} on {filled_on} is already beyond the stop {thesis.stop} or the "
+            f"target {thesis.target}: the thesis was settled before entry",
+        )
+        return None
+    costs = order_costs(order.side, order.quantity, price, cost_model())
     with transaction.atomic():
         claimed = Order.objects.filter(pk=order.pk, status=Order.Status.WORKING).update(
             status=Order.Status.FILLED,
@@ -122,6 +129,21 @@ def order_try_fill(*, order: Order, as_of: dt.date | None = None) -> Position | 
         )
     order.refresh_from_db()
     return position
+
+
+def _inside_levels(direction: str, price: Decimal, *, stop: Decimal, target: Decimal) -> bool:
+    return stop < price < target if direction == "LONG" else target < price < stop
+
+
+def _cancel(order: Order, reason: str) -> None:
+    """A gap through a level before the fill: entering would open a trade its own thesis has
+    already stopped out (or taken profit on), so the order is cancelled instead."""
+    cancelled = Order.objects.filter(pk=order.pk, status=Order.Status.WORKING).update(
+        status=Order.Status.CANCELLED, note=reason
+    )
+    if cancelled:
+        audit_record(action="order_cancelled", target=f"order {order.pk}", reason=reason)
+    order.refresh_from_db()
 
 
 def _sessions_held(position: Position, as_of: dt.date) -> int:

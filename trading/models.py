@@ -293,6 +293,11 @@ class Thesis(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
         verbose_name_plural = "theses"
+        indexes = [
+            # The approval queue: by status, best conviction first, newest first.
+            models.Index(fields=["status", "-conviction", "-created_at", "-id"], name="thesis_queue"),
+            models.Index(fields=["-conviction", "-created_at", "-id"], name="thesis_queue_all"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.direction} {self.instrument_id} ({self.conviction})"
@@ -380,6 +385,7 @@ class Order(models.Model):
     filled_on = models.DateField(null=True, blank=True)
     costs = models.JSONField(default=dict, blank=True)
     costs_total = models.DecimalField(max_digits=18, decimal_places=2, default=Decimal("0"))
+    note = models.TextField(blank=True, help_text="why the broker cancelled it, when it did")
 
     class Meta:
         ordering = ["-placed_at", "-id"]

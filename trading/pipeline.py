@@ -337,7 +337,7 @@ def pipeline_run_execute(run_id: int, *, stop_after: str | None = None) -> Pipel
         run=run,
         choice=model_choice(run.provider, symbol=run.instrument.symbol),
         recorder=recorder,
-        budget=recording.RunBudget(run_id=run.pk, recorder=recorder),
+        budget=recording.RunBudget(run_id=run.pk, recorder=recorder, provider=run.provider),
         outputs=dict(done),
     )
     for stage in STAGES:

@@ -207,6 +207,19 @@ class ReplayDay:
     decision: str
 
 
+def _review_or_record(position: Position) -> None:
+    """Review a replay's closed position at once; a failed review is recorded, and the replay goes on."""
+    from reviews.services import position_review
+
+    try:
+        position_review(position=position)
+    except Exception as error:
+        logger.exception("review of position %s failed", position.pk)
+        audit_record(
+            action="review_failed", target=f"position {position.pk}", reason=f"{type(error).__name__}: {error}"
+        )
+
+
 def replay_strategy(
     *,
     strategy: Strategy,
@@ -219,13 +232,11 @@ def replay_strategy(
     """Run the strategy's daily loop over history. Each day: the book is marked on that day's bar
     (waiting orders fill at its open; stops, targets and horizons close positions and are reviewed
     at once), then the pipeline runs strictly as of that day and the policy decides approvals."""
-    from reviews.services import position_review
-
     replay_clear(strategy)
     account = replay_account(strategy.name)
     approver = _policy_user()
     for day in replay_sessions(strategy, start, end):
-        book = broker.positions_mark(as_of=day, account=account, on_close=lambda p: position_review(position=p))
+        book = broker.positions_mark(as_of=day, account=account, on_close=_review_or_record)
         strategy_run = StrategyRun.objects.create(strategy=strategy, as_of=day, is_replay=True)
         runs = []
         for instrument in strategy.universe.filter(is_active=True).order_by("symbol"):

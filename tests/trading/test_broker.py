@@ -194,3 +194,19 @@ def test_the_next_run_on_the_instrument_is_shown_the_lesson(long_thesis, approve
     context = run.stages.get(stage="context").output
     assert review.memory_entry_id in context["memory_ids"]
     assert "outcome=loss" in context["memory_block"]
+
+
+def test_an_order_whose_fill_gaps_through_the_stop_is_cancelled_not_opened(long_thesis, approver, settings):
+    settings.BROKER = {**settings.BROKER, "FILL_POLICY": "next_open", "SLIPPAGE_BPS": "10"}
+    Thesis.objects.filter(pk=long_thesis.pk).update(entry=long_thesis.run.instrument.bars.latest("date").close)
+    long_thesis.refresh_from_db()
+    order = thesis_approve(thesis=long_thesis, user=approver)
+    day = _next_day(long_thesis.run.as_of)
+    _bar(long_thesis, day, open_="94.00", high="95.00", low="93.00", close="94.50")
+
+    assert broker.order_try_fill(order=order, as_of=day) is None
+
+    order.refresh_from_db()
+    assert order.status == Order.Status.CANCELLED and "beyond the stop" in order.note
+    assert not Position.objects.exists()
+    assert AuditEvent.objects.filter(action="order_cancelled").count() == 1
