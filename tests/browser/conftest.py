@@ -12,8 +12,10 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-back
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "var" / "screenshots"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
+    # Module scope, not session: while Playwright's sync API is open its event loop runs in this
+    # thread, and tests after the browser modules need the thread free for async_to_sync.
     require_or_skip(CHROMIUM.exists(), f"Chromium at {CHROMIUM}")
     from playwright.sync_api import sync_playwright
 
