@@ -29,7 +29,7 @@ from agents.domain.offline import OfflineModel
 from agents.domain.pricing import PriceTable
 from agents.domain.prompts import anchors_from_bundle
 from agents.domain.schemas import AnalystNote, DebateResult, TradeThesis
-from agents.providers.factory import ProviderSettings, build_llm_client
+from agents.providers.factory import PROVIDERS, ProviderSettings, build_llm_client
 from trading import services
 from trading.approvals import thesis_expiry
 from trading.audit import audit_record
@@ -45,11 +45,10 @@ from trading.portfolio import account_for_run, account_portfolio, risk_limits
 logger = logging.getLogger(__name__)
 
 STAGES = ("features", "context", "analysts", "debate", "trader", "risk")
-PROVIDERS = ("offline", "replay", "anthropic", "openai", "ollama")
 DEFAULT_MODELS = {
     "offline": ("offline-rules", "offline-rules"),
     "replay": ("replay", "replay"),
-    "anthropic": ("claude-sonnet-4-5", "claude-opus-4-1"),
+    "anthropic": ("claude-sonnet-4-5", "claude-opus-4-5"),
     "openai": ("gpt-4.1-mini", "gpt-4.1"),
     "ollama": ("llama3.1", "llama3.1"),
 }

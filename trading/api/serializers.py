@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from agents.providers.factory import PROVIDERS
 from trading.models import DailyBar, Instrument
 
 
@@ -59,14 +60,7 @@ class RunOutput(serializers.Serializer):
 class RunStartInput(serializers.Serializer):
     symbols = serializers.ListField(child=serializers.CharField(), min_length=1, max_length=500)
     as_of = serializers.DateField(required=False)
-    provider = serializers.ChoiceField(choices=())
-
-    def __init__(self, *args, **kwargs):
-        from trading.pipeline import PROVIDERS
-
-        super().__init__(*args, **kwargs)
-        self.fields["provider"].choices = PROVIDERS
-        self.fields["provider"].required = False
+    provider = serializers.ChoiceField(choices=PROVIDERS, required=False)
 
 
 class ThesisOutput(serializers.Serializer):
