@@ -20,7 +20,7 @@ from trading.audit import audit_record
 from trading.domain.costs import CostModel, order_costs
 from trading.domain.execution import entry_side, exit_side, fill_price, reference_price
 from trading.domain.exits import check_exit, mark, realised_pnl
-from trading.models import Account, DailyBar, Order, Position, PositionMark, Thesis
+from trading.models import Account, BookPass, DailyBar, Order, Position, PositionMark, Thesis
 
 
 class BrokerError(Exception):
@@ -269,3 +269,30 @@ def positions_mark(
         Position.objects.filter(pk=position.pk).update(last_mark=bar.close, unrealised_pnl=pnl)
         marked += 1
     return {"filled": filled, "closed": closed, "marked": marked}
+
+
+def book_catch_up(*, account: Account, until: dt.date) -> list[dict]:
+    """Run the daily pass for every session not yet processed for ``account``, oldest first, up to
+    ``until``. Sessions before the account's first order are skipped: there was nothing to do."""
+    first_order = (
+        Order.objects.filter(account=account).order_by("placed_on").values_list("placed_on", flat=True).first()
+    )
+    if first_order is None:
+        return []
+    done = BookPass.objects.filter(account=account).order_by("-date").values_list("date", flat=True).first()
+    start = max(first_order, done) if done else first_order
+    sessions = (
+        DailyBar.objects.filter(date__gt=start, date__lte=until)
+        .values_list("date", flat=True)
+        .distinct()
+        .order_by("date")
+    )
+    results = []
+    for day in sessions:
+        with transaction.atomic():
+            if BookPass.objects.filter(account=account, date=day).exists():
+                continue
+            counts = positions_mark(as_of=day, account=account)
+            BookPass.objects.create(account=account, date=day, **counts)
+        results.append({"as_of": day.isoformat(), **counts})
+    return results

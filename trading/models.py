@@ -446,3 +446,22 @@ class PositionMark(models.Model):
 
     def __str__(self) -> str:
         return f"{self.position_id}@{self.date}={self.unrealised_pnl}"
+
+
+class BookPass(models.Model):
+    """A session the daily book pass has processed for an account: each day is processed once,
+    in order, and a missed day is caught up rather than skipped."""
+
+    account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="book_passes")
+    date = models.DateField()
+    done_at = models.DateTimeField(auto_now_add=True)
+    filled = models.PositiveIntegerField(default=0)
+    closed = models.PositiveIntegerField(default=0)
+    marked = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["account", "date"]
+        constraints = [models.UniqueConstraint(fields=["account", "date"], name="book_pass_once_per_day")]
+
+    def __str__(self) -> str:
+        return f"{self.account_id}@{self.date}"

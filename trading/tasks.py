@@ -13,6 +13,7 @@ from trading.domain.features import NoPriceData
 from trading.events import DeskEvent, publish
 from trading.models import DailyBar, Instrument, Order, Position
 from trading.pipeline import pipeline_run_execute, stale_runs_requeue
+from trading.portfolio import default_account
 
 
 @shared_task(name="trading.compute_feature_snapshot")
@@ -72,11 +73,17 @@ def fill_order(order_id: int) -> dict:
 
 @shared_task(name="trading.mark_positions")
 def mark_positions(as_of: str | None = None) -> dict:
-    """The daily pass over the book, on the latest stored bar date unless told otherwise."""
+    """The daily pass over the live book for every session not yet processed, up to the latest
+    stored bar (or ``as_of``): a day the beat missed is caught up, in order, never skipped."""
     day = dt.date.fromisoformat(as_of) if as_of else DailyBar.objects.aggregate(last=Max("date"))["last"]
     if day is None:
         return {"status": "no_data"}
-    return {"as_of": day.isoformat(), **broker.positions_mark(as_of=day)}
+    passes = broker.book_catch_up(account=default_account(), until=day)
+    return {
+        "as_of": day.isoformat(),
+        "sessions": len(passes),
+        **{key: sum(p[key] for p in passes) for key in ("filled", "closed", "marked")},
+    }
 
 
 @shared_task(name="trading.expire_theses")

@@ -52,3 +52,37 @@ def test_due_strategies_are_started_once(instrument_with_bars, django_capture_on
 
     assert started == [StrategyRun.objects.get().pk]
     assert Order.objects.count() == 0
+
+
+def test_a_missed_day_is_caught_up_in_order_and_never_twice(pending_thesis, approver, settings):
+    from decimal import Decimal
+
+    settings.BROKER = {**settings.BROKER, "FILL_POLICY": "next_open"}
+    Thesis.objects.filter(pk=pending_thesis.pk).update(
+        direction="LONG",
+        entry=pending_thesis.instrument.bars.latest("date").close,
+        stop=Decimal("1"),
+        target=Decimal("100000"),
+        horizon_sessions=50,
+    )
+    pending_thesis.refresh_from_db()
+    thesis_approve(thesis=pending_thesis, user=approver)
+    last = pending_thesis.instrument.bars.latest("date")
+    for offset, low in ((1, last.close), (2, Decimal("0.50")), (3, last.close)):  # the stop is hit on day 2
+        DailyBar.objects.create(
+            instrument=pending_thesis.instrument,
+            date=last.date + dt.timedelta(days=offset),
+            open=last.close,
+            high=last.close,
+            low=low,
+            close=last.close,
+            volume=1000,
+        )
+
+    first = mark_positions()
+    again = mark_positions()
+
+    assert first["sessions"] == 3 and first["filled"] == 1 and first["closed"] == 1
+    position = Position.objects.get()
+    assert position.closed_on == last.date + dt.timedelta(days=2) and position.exit_reason == "stop"
+    assert again["sessions"] == 0
