@@ -238,8 +238,14 @@ def positions_mark(
         1 for order in orders.select_related("instrument", "thesis__run") if order_try_fill(order=order, as_of=as_of)
     )
     closed = marked = 0
-    for position in positions.select_related("instrument").order_by("id"):
-        bar = DailyBar.objects.filter(instrument_id=position.instrument_id, date=as_of).first()
+    open_positions = list(positions.select_related("instrument").order_by("id"))
+    # The day's bars in one query, not one per position.
+    bars = {
+        bar.instrument_id: bar
+        for bar in DailyBar.objects.filter(date=as_of, instrument_id__in={p.instrument_id for p in open_positions})
+    }
+    for position in open_positions:
+        bar = bars.get(position.instrument_id)
         if bar is None:
             continue
         signal = check_exit(

@@ -6,8 +6,9 @@ import datetime as dt
 from collections.abc import Sequence
 
 from django.db import transaction
+from django.db.models import Max
 
-from trading.models import Instrument, PipelineRun
+from trading.models import DailyBar, Instrument, PipelineRun
 from trading.pipeline import pipeline_run_create
 
 
@@ -16,14 +17,17 @@ class RunRequestInvalid(ValueError):
 
 
 def pipeline_runs_start(
-    *, instruments: Sequence[Instrument], as_of: dt.date, provider: str, user=None
+    *, instruments: Sequence[Instrument], as_of: dt.date | None, provider: str, user=None
 ) -> list[PipelineRun]:
-    """Queue one run per instrument. The task is sent only after the rows are committed, so a
-    worker can never look for a run that does not exist yet."""
+    """Queue one run per instrument, as of ``as_of`` or the latest bar of those instruments. The
+    task is sent only after the rows are committed, so a worker never looks for a missing run."""
     from trading.tasks import run_pipeline
 
     if not instruments:
         raise RunRequestInvalid("choose at least one instrument")
+    as_of = as_of or DailyBar.objects.filter(instrument__in=instruments).aggregate(last=Max("date"))["last"]
+    if as_of is None:
+        raise RunRequestInvalid("these instruments have no bars yet")
     with transaction.atomic():
         runs = [
             pipeline_run_create(instrument=instrument, as_of=as_of, provider=provider, user=user)

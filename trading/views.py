@@ -5,16 +5,16 @@ import datetime as dt
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
-from django.db.models import Max, Sum
+from django.db.models import Sum
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from trading import charts, presenters, selectors, services
 from trading.domain.features import NoPriceData
-from trading.models import DailyBar, Instrument, PipelineRun
+from trading.models import Instrument, PipelineRun
 from trading.pipeline import PROVIDERS, run_totals
-from trading.runs import pipeline_runs_start
+from trading.runs import RunRequestInvalid, pipeline_runs_start
 
 
 def dashboard(request: HttpRequest) -> HttpResponse:
@@ -101,10 +101,12 @@ def run_start(request: HttpRequest) -> HttpResponse:
         for problem in problems:
             messages.error(request, problem)
         return redirect("run_list")
-    if as_of is None:
-        as_of = DailyBar.objects.filter(instrument__in=instruments).aggregate(last=Max("date"))["last"]
-    runs = pipeline_runs_start(instruments=instruments, as_of=as_of, provider=provider, user=request.user)
-    messages.success(request, f"Queued {len(runs)} run(s) as of {as_of:%d %b %Y} with the {provider} model.")
+    try:
+        runs = pipeline_runs_start(instruments=instruments, as_of=as_of, provider=provider, user=request.user)
+    except RunRequestInvalid as problem:
+        messages.error(request, f"{problem}.")
+        return redirect("run_list")
+    messages.success(request, f"Queued {len(runs)} run(s) as of {runs[0].as_of:%d %b %Y} with the {provider} model.")
     if len(runs) == 1:
         return redirect("run_detail", run_id=runs[0].pk)
     return redirect("run_list")

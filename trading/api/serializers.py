@@ -53,8 +53,16 @@ class RunOutput(serializers.Serializer):
     failure_reason = serializers.CharField()
     created_at = serializers.DateTimeField()
     finished_at = serializers.DateTimeField(allow_null=True)
-    stages = StageOutput(many=True, required=False)
-    totals = serializers.DictField(required=False)
+
+
+class RunDetailOutput(RunOutput):
+    stages = StageOutput(many=True, source="stages.all")
+    totals = serializers.SerializerMethodField()
+
+    def get_totals(self, run) -> dict[str, str]:
+        from trading.pipeline import run_totals
+
+        return {key: str(value) for key, value in run_totals(run).items()}
 
 
 class RunStartInput(serializers.Serializer):

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.db.models import Max
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics
@@ -18,16 +17,15 @@ from trading.api.serializers import (
     DecisionInput,
     InstrumentOutput,
     PositionOutput,
+    RunDetailOutput,
     RunOutput,
     RunStartInput,
-    StageOutput,
     ThesisOutput,
 )
 from trading.approvals import APPROVE_PERMISSION, DecisionRefused, thesis_approve, thesis_reject
 from trading.domain.features import NoPriceData
 from trading.domain.schemas import FeatureBundle
 from trading.models import DailyBar, Instrument, PipelineRun, Position, Thesis
-from trading.pipeline import run_totals
 from trading.portfolio import default_account
 from trading.runs import pipeline_runs_start
 
@@ -91,18 +89,15 @@ class FeatureBundleApi(APIView):
         return Response(bundle.model_dump(mode="json"))
 
 
-class RunListApi(APIView):
+class RunListApi(generics.GenericAPIView):
     """List recent runs, or start runs (needs the start_run permission)."""
 
-    @extend_schema(responses={200: RunOutput(many=True)})
+    serializer_class = RunOutput
+    queryset = PipelineRun.objects.select_related("instrument").order_by("-created_at", "-id")
+
     def get(self, request: Request) -> Response:
-        runs = PipelineRun.objects.select_related("instrument").order_by("-created_at", "-id")
-        page = self.paginator.paginate_queryset(runs, request, view=self)
-        data = RunOutput([r for r in page], many=True, context={"request": request}).data
-        for item in data:
-            item.pop("stages", None)
-            item.pop("totals", None)
-        return self.paginator.get_paginated_response(data)
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response(RunOutput(page, many=True).data)
 
     @extend_schema(request=RunStartInput, responses={202: RunOutput(many=True)})
     def post(self, request: Request) -> Response:
@@ -115,39 +110,19 @@ class RunListApi(APIView):
         unknown = sorted(set(symbols) - {i.symbol for i in instruments})
         if unknown:
             raise ValidationError({"symbols": [f"unknown or inactive: {', '.join(unknown)}"]})
-        as_of = (
-            params.validated_data.get("as_of")
-            or DailyBar.objects.filter(instrument__in=instruments).aggregate(last=Max("date"))["last"]
-        )
         runs = pipeline_runs_start(
             instruments=instruments,
-            as_of=as_of,
+            as_of=params.validated_data.get("as_of"),
             provider=params.validated_data.get("provider") or settings.LLM["PROVIDER"],
             user=request.user,
         )
-        data = RunOutput(runs, many=True).data
-        for item in data:
-            item.pop("stages", None)
-            item.pop("totals", None)
-        return Response(data, status=202)
-
-    @property
-    def paginator(self):
-        if not hasattr(self, "_paginator"):
-            from rest_framework.pagination import PageNumberPagination
-
-            self._paginator = PageNumberPagination()
-        return self._paginator
+        return Response(RunOutput(runs, many=True).data, status=202)
 
 
-class RunDetailApi(APIView):
-    @extend_schema(responses={200: RunOutput})
-    def get(self, request: Request, run_id: int) -> Response:
-        run = get_object_or_404(PipelineRun.objects.select_related("instrument"), pk=run_id)
-        data = RunOutput(run).data
-        data["stages"] = StageOutput(run.stages.all(), many=True).data
-        data["totals"] = {k: str(v) for k, v in run_totals(run).items()}
-        return Response(data)
+class RunDetailApi(generics.RetrieveAPIView):
+    serializer_class = RunDetailOutput
+    queryset = PipelineRun.objects.select_related("instrument")
+    lookup_url_kwarg = "run_id"
 
 
 class ThesisListApi(generics.ListAPIView):

@@ -106,30 +106,8 @@ def build_feature_bundle(
 def _minimal_technical(history: pd.DataFrame) -> TechnicalFeatures:
     closes = history["close"].astype(float)
     last_date = pd.Timestamp(history.index[-1]).date()
-    empty = dict.fromkeys(
-        (
-            "rsi_14",
-            "macd_line",
-            "macd_signal",
-            "macd_hist",
-            "sma_20",
-            "sma_50",
-            "sma_200",
-            "ema_20",
-            "atr_14",
-            "bb_upper",
-            "bb_middle",
-            "bb_lower",
-            "swing_high",
-            "swing_low",
-            "support",
-            "resistance",
-            "support_distance_pct",
-            "resistance_distance_pct",
-            "gap_pct",
-            "volume_vs_avg",
-        )
-    )
+    known = {"as_of", "bars_used", "last_close", "prev_close", "last_volume"}
+    empty = dict.fromkeys(name for name in TechnicalFeatures.model_fields if name not in known)
     return TechnicalFeatures(
         as_of=last_date,
         bars_used=len(history),
