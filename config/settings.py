@@ -166,6 +166,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Market data, feature bundles and (later) runs, theses and approvals.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # 3.1: the pydantic models (FeatureBundle) describe optional numbers as "type: null" unions.
+    "OAS_VERSION": "3.1.0",
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",

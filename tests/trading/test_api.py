@@ -93,3 +93,9 @@ def test_the_openapi_schema_and_its_ui_are_served_locally(api, client, viewer):
     client.force_login(viewer)
     docs = client.get("/api/docs/").content.decode()
     assert "swagger-ui" in docs and "cdn" not in docs.lower()
+
+
+def test_the_openapi_schema_validates_without_warnings(db, tmp_path):
+    from django.core.management import call_command
+
+    call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(tmp_path / "schema.yaml"))

@@ -89,15 +89,11 @@ class FeatureBundleApi(APIView):
         return Response(bundle.model_dump(mode="json"))
 
 
-class RunListApi(generics.GenericAPIView):
+class RunListApi(generics.ListAPIView):
     """List recent runs, or start runs (needs the start_run permission)."""
 
     serializer_class = RunOutput
     queryset = PipelineRun.objects.select_related("instrument").order_by("-created_at", "-id")
-
-    def get(self, request: Request) -> Response:
-        page = self.paginate_queryset(self.get_queryset())
-        return self.get_paginated_response(RunOutput(page, many=True).data)
 
     @extend_schema(request=RunStartInput, responses={202: RunOutput(many=True)})
     def post(self, request: Request) -> Response:
