@@ -1,19 +1,14 @@
 from django.contrib import admin
 
 from agents.models import MemoryEntry, ModelCall
+from config.admin import HistoryAdmin
 
 
 @admin.register(ModelCall)
-class ModelCallAdmin(admin.ModelAdmin):
+class ModelCallAdmin(HistoryAdmin):
     list_display = ["created_at", "role", "symbol", "provider", "model", "ok", "input_tokens", "output_tokens", "cost"]
     list_filter = ["provider", "role", "ok"]
     search_fields = ["symbol", "prompt_key"]
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
 
 
 @admin.register(MemoryEntry)

@@ -45,6 +45,12 @@ class MemoryEntry(models.Model):
     tags = models.JSONField(default=dict, blank=True)
     created_on = models.DateField()
     created_at = models.DateTimeField(auto_now_add=True)
+    scope = models.CharField(
+        max_length=64,
+        default="live",
+        db_index=True,
+        help_text='who recalls it: "live" (every live run), or "replay:<account id>" (that replay\'s runs only)',
+    )
 
     class Meta:
         ordering = ["id"]

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from decimal import Decimal
 
 from django.conf import settings
@@ -17,10 +19,9 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from agents.domain.llm import BudgetExceeded, CallRecord
-from agents.domain.memory import MemoryHit, MemoryRecord
+from agents.domain.memory import LIVE_SCOPE, HybridIndex, MemoryHit, MemoryRecord, replay_scope
 from agents.domain.pricing import PriceTable
 from agents.domain.schemas import ModelReply
-from agents.memory_chroma import MemoryIndex, build_memory_index
 from agents.models import MemoryEntry, ModelCall
 from agents.providers.replay import prompt_key
 
@@ -124,17 +125,21 @@ def replay_lookup_for(symbol: str) -> Callable[[str], ModelReply | None]:
 
 
 class _MemoryCache:
-    """One in-process index, extended with rows added since the last look, never rebuilt."""
+    """One in-process index, extended with rows added since the last look. It is rebuilt only
+    when rows it holds were deleted (a new replay of a strategy forgets the old one's lessons),
+    which one count per search detects; scopes are a filter of the search, never a rebuild."""
 
     def __init__(self) -> None:
-        self.index: MemoryIndex | None = None
+        self.index: HybridIndex | None = None
         self.last_id = 0
         self.lock = threading.Lock()
 
-    def refresh(self) -> MemoryIndex:
+    def refresh(self) -> HybridIndex:
         with self.lock:
+            if self.index is not None and MemoryEntry.objects.filter(id__lte=self.last_id).count() != len(self.index):
+                self.index, self.last_id = None, 0
             if self.index is None:
-                self.index = build_memory_index(settings.TRADING_MEMORY)
+                self.index = HybridIndex()
             fresh = list(MemoryEntry.objects.filter(id__gt=self.last_id).order_by("id"))
             self.index.add_many(
                 MemoryRecord(
@@ -144,6 +149,7 @@ class _MemoryCache:
                     text=row.text,
                     tags={str(k): str(v) for k, v in row.tags.items()},
                     created_on=row.created_on,
+                    scope=row.scope,
                 )
                 for row in fresh
             )
@@ -159,6 +165,33 @@ class _MemoryCache:
 
 memory_cache = _MemoryCache()
 
+# The scopes a search reads when its caller names none: live lessons only. A history replay sets
+# its own (see ``memory_reading``) around the runs it executes in process.
+_reading: ContextVar[tuple[str, ...]] = ContextVar("memory_reading", default=(LIVE_SCOPE,))
 
-def memory_search(query: str, *, symbol: str, as_of: dt.date, k: int = 5) -> list[MemoryHit]:
-    return memory_cache.refresh().search(query, k=k, symbol=symbol, as_of=as_of)
+
+def memory_scopes(*, replay_account_id: int | None = None) -> tuple[str, ...]:
+    """What a run recalls. Live: live lessons only. A replay: the live lessons (``as_of`` still
+    hides those written after the replayed day) and its own replay's, never another replay's."""
+    if replay_account_id is None:
+        return (LIVE_SCOPE,)
+    return (LIVE_SCOPE, replay_scope(replay_account_id))
+
+
+@contextmanager
+def memory_reading(scopes: Iterable[str]) -> Iterator[None]:
+    """Searches made inside the block (in this thread or context) read ``scopes`` by default."""
+    token = _reading.set(tuple(scopes))
+    try:
+        yield
+    finally:
+        _reading.reset(token)
+
+
+def memory_search(
+    query: str, *, symbol: str, as_of: dt.date, k: int = 5, scopes: Iterable[str] | None = None
+) -> list[MemoryHit]:
+    """The k most relevant lessons as of ``as_of`` within ``scopes`` (default: live, or the
+    replay's scopes inside ``memory_reading``)."""
+    chosen = tuple(scopes) if scopes is not None else _reading.get()
+    return memory_cache.refresh().search(query, k=k, symbol=symbol, as_of=as_of, scopes=chosen)

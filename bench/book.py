@@ -124,6 +124,7 @@ def copies(templates: Sequence[object], count: int, statuses: Sequence[str]) -> 
         (
             Thesis(
                 run=run,
+                account_id=t.account_id,
                 instrument=t.instrument,
                 direction=t.direction,
                 conviction=t.conviction,

@@ -14,6 +14,7 @@ import asyncio
 import json
 import os
 import sqlite3
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -42,6 +43,9 @@ class RelayedInMemoryChannelLayer(InMemoryChannelLayer):
         self._last_id: int | None = None
         self._poller: asyncio.Task | None = None
         self._poller_loop: asyncio.AbstractEventLoop | None = None
+        # poll_once reads in a worker thread; the lock makes "read rows, advance _last_id" one
+        # step, so two overlapping polls (the poller and an explicit call) never both deliver a row.
+        self._claim_lock = threading.Lock()
         with self._connect() as db:
             db.execute(_SCHEMA)
 
@@ -84,26 +88,30 @@ class RelayedInMemoryChannelLayer(InMemoryChannelLayer):
         with self._connect() as db:
             return db.execute("SELECT COALESCE(MAX(id), 0) FROM relay").fetchone()[0]
 
-    def _read_new(self) -> list[tuple[int, str, str]]:
-        with self._connect() as db:
-            return db.execute(
+    def _claim_new(self) -> list[tuple[int, str, str]]:
+        with self._claim_lock, self._connect() as db:
+            rows = db.execute(
                 "SELECT id, grp, message FROM relay WHERE id > ? AND origin != ? ORDER BY id",
-                (self._last_id, self.origin),
+                (self._last_id or 0, self.origin),
             ).fetchall()
+            if rows:
+                self._last_id = max(self._last_id or 0, rows[-1][0])
+            return rows
 
     async def poll_once(self) -> int:
         """Deliver what other processes sent since the last look; returns how many messages."""
-        rows = await asyncio.to_thread(self._read_new)
-        for row_id, group, message in rows:
-            self._last_id = max(self._last_id or 0, row_id)
+        rows = await asyncio.to_thread(self._claim_new)
+        for _row_id, group, message in rows:
             if group in self.groups:
                 await InMemoryChannelLayer.group_send(self, group, json.loads(message))
         return len(rows)
 
     async def _poll_forever(self) -> None:
+        # Wait first: the poller starts from the newest row, so an immediate look finds nothing
+        # of its own and would only race an explicit poll_once for rows written meanwhile.
         while self.groups:
-            await self.poll_once()
             await asyncio.sleep(self.poll_interval)
+            await self.poll_once()
 
     async def flush(self) -> None:
         if self._poller is not None:

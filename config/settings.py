@@ -264,8 +264,13 @@ CELERY_BEAT_SCHEDULE = {
     "mark-positions": {"task": "trading.mark_positions", "schedule": crontab(hour=16, minute=30, day_of_week="1-5")},
 }
 
-# The agents' memory: "hybrid" (BM25 + hashed vectors, in process) or "chroma" (pip install chromadb).
-TRADING_MEMORY = env_str("TRADING_MEMORY", "hybrid")
+# The agents' memory is the in-process hybrid index (BM25 + hashed vectors); there is no other
+# backend. The variable once chose between two, so a leftover value other than "hybrid" stops here.
+if env_str("TRADING_MEMORY", "hybrid").lower() != "hybrid":
+    raise ImproperlyConfigured(
+        f"TRADING_MEMORY={env_str('TRADING_MEMORY')!r} is not a memory backend: the only one is \"hybrid\" "
+        "(the ChromaDB backend was removed); unset TRADING_MEMORY."
+    )
 
 ACCOUNT = {
     "NAME": "paper",

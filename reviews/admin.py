@@ -1,15 +1,11 @@
 from django.contrib import admin
 
+from config.admin import HistoryAdmin
 from reviews.models import TradeReview
 
 
 @admin.register(TradeReview)
-class TradeReviewAdmin(admin.ModelAdmin):
+class TradeReviewAdmin(HistoryAdmin):
     list_display = ["position", "outcome", "realised_pnl", "signal_evolution", "model_used", "created_at"]
     list_filter = ["outcome", "signal_evolution"]
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
+    list_select_related = ["position"]

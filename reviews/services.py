@@ -1,4 +1,15 @@
-"""Stage 12: when a position closes, write its review and a tagged memory record."""
+"""Stage 12: when a position closes, write its review and a tagged memory record.
+
+Where the lesson goes is decided from the position:
+
+- a live position's lesson is live memory, recalled by every live run;
+- a replay's lesson is tagged ``replay=true`` and scoped to its replay account
+  (``replay:<account id>``): only that replay's runs recall it, unless the replay was started with
+  ``lessons_to_live`` (``manage.py replay --lessons-to-live``), which writes it to live memory,
+  still tagged ``replay=true``;
+- a manual exit writes no memory at all: a person chose the exit price, so the trade says
+  nothing about the market. Its review says so in the facts and the critique.
+"""
 
 from __future__ import annotations
 
@@ -9,15 +20,17 @@ from django.db import IntegrityError, transaction
 
 from agents import recording
 from agents.domain import roles
-from agents.domain.memory import format_memory_block
+from agents.domain.memory import LIVE_SCOPE, format_memory_block, replay_scope
 from agents.domain.pricing import PriceTable
 from agents.domain.roles import ReviewFacts
 from agents.models import MemoryEntry
 from reviews.models import TradeReview
 from trading.audit import audit_record
 from trading.domain.outcomes import classify_outcome, signal_evolution, thesis_vs_outcome
-from trading.models import Position
+from trading.models import AuditEvent, Position
 from trading.pipeline import model_choice
+
+MANUAL_EXIT = "manual"
 
 
 def review_facts(position: Position) -> ReviewFacts:
@@ -37,18 +50,75 @@ def review_facts(position: Position) -> ReviewFacts:
         outcome=outcome,
         realised_pnl=position.realised_pnl,
         signal_evolution=signal_evolution(outcome),
-        thesis_vs_outcome=thesis_vs_outcome(
-            direction=position.direction,
-            entry=position.entry_price,
-            stop=position.stop,
-            target=position.target,
-            exit_price=position.exit_price,
+        thesis_vs_outcome=_with_exit_fact(
+            position,
+            thesis_vs_outcome(
+                direction=position.direction,
+                entry=position.entry_price,
+                stop=position.stop,
+                target=position.target,
+                exit_price=position.exit_price,
+            ),
         ),
     )
 
 
-def position_review(*, position: Position) -> TradeReview:
-    """Idempotent: a position has at most one review."""
+def _manual_exit_note(position: Position) -> str:
+    """Who closed it by hand and why, from the position and the audit log."""
+    closed_by = (
+        AuditEvent.objects.filter(action="position_closed", target=f"position {position.pk}")
+        .values_list("actor_label", flat=True)
+        .first()
+    )
+    who = f" by {closed_by}" if closed_by and closed_by != "system" else ""
+    reason = position.exit_comment or "no reason recorded"
+    return f"closed by hand{who} (a person's exit, not the market's): {reason}"
+
+
+def _with_exit_fact(position: Position, facts: dict[str, str]) -> dict[str, str]:
+    if position.exit_reason != MANUAL_EXIT:
+        return facts
+    return {**facts, "exit": _manual_exit_note(position)}
+
+
+def _critique(position: Position, critique: str) -> str:
+    """A manual exit's critique opens with the fact that a person chose the exit, whatever the model wrote."""
+    if position.exit_reason != MANUAL_EXIT:
+        return critique
+    reason = " ".join((position.exit_comment or "no reason recorded").split()).rstrip(".")
+    return f"Closed by hand (a person's exit, not the market's): {reason}. {critique}"
+
+
+def _memory_scope(position: Position, *, lessons_to_live: bool) -> str:
+    if position.is_replay and not lessons_to_live:
+        return replay_scope(position.account_id)
+    return LIVE_SCOPE
+
+
+def _reading_scopes(position: Position) -> list[str]:
+    """What the reviewer recalls: live lessons, and for a replay its own as well."""
+    return recording.memory_scopes(replay_account_id=position.account_id if position.is_replay else None)
+
+
+def _memory_entry(position: Position, facts: ReviewFacts, review, *, lessons_to_live: bool) -> MemoryEntry | None:
+    if position.exit_reason == MANUAL_EXIT:
+        return None  # a person's exit is no market lesson
+    tags = dict(review.memory_tags)
+    if position.is_replay:
+        tags["replay"] = "true"
+    return MemoryEntry.objects.create(
+        kind="review",
+        symbol=facts.symbol,
+        text=review.memory_text,
+        tags=tags,
+        created_on=position.closed_on,
+        scope=_memory_scope(position, lessons_to_live=lessons_to_live),
+    )
+
+
+def position_review(*, position: Position, lessons_to_live: bool = False) -> TradeReview:
+    """Idempotent: a position has at most one review. ``lessons_to_live`` (replays only) writes a
+    replay's lesson into live memory instead of the replay's own scope."""
     existing = TradeReview.objects.filter(position=position).first()
     if existing is not None:
         return existing
@@ -60,7 +130,10 @@ def position_review(*, position: Position) -> TradeReview:
         run_id=position.thesis.run_id, prices=PriceTable.from_mapping(settings.LLM["PRICES"])
     )
     hits = recording.memory_search(
-        f"{facts.symbol} {facts.direction} {position.exit_reason}", symbol=facts.symbol, as_of=position.closed_on
+        f"{facts.symbol} {facts.direction} {position.exit_reason}",
+        symbol=facts.symbol,
+        as_of=position.closed_on,
+        scopes=_reading_scopes(position),
     )
     review = roles.review_trade(
         model_choice(provider, symbol=facts.symbol),
@@ -71,20 +144,14 @@ def position_review(*, position: Position) -> TradeReview:
     try:
         with transaction.atomic():
             recorder.flush()
-            memory = MemoryEntry.objects.create(
-                kind="review",
-                symbol=facts.symbol,
-                text=review.memory_text,
-                tags=review.memory_tags,
-                created_on=position.closed_on,
-            )
+            memory = _memory_entry(position, facts, review, lessons_to_live=lessons_to_live)
             stored = TradeReview.objects.create(
                 position=position,
                 outcome=facts.outcome,
                 realised_pnl=Decimal(position.realised_pnl),
                 signal_evolution=facts.signal_evolution,
                 thesis_vs_outcome=facts.thesis_vs_outcome,
-                critique=review.critique,
+                critique=_critique(position, review.critique),
                 lessons=review.lessons,
                 model_used=review.model_used,
                 memory_entry=memory,
@@ -92,7 +159,12 @@ def position_review(*, position: Position) -> TradeReview:
             audit_record(
                 action="position_reviewed",
                 target=f"position {position.pk}",
-                details={"outcome": facts.outcome, "signal": facts.signal_evolution, "memory": memory.pk},
+                details={
+                    "outcome": facts.outcome,
+                    "signal": facts.signal_evolution,
+                    "memory": memory.pk if memory else None,
+                    "scope": memory.scope if memory else None,
+                },
             )
     except IntegrityError:
         return TradeReview.objects.get(position=position)

@@ -141,8 +141,14 @@ def pending_thesis(instrument_with_bars):
     from trading.portfolio import default_account
 
     account = default_account()
-    # Roomy limits so the thesis passes every check whatever the random walk's volatility.
-    Account.objects.filter(pk=account.pk).update(max_notional_pct=Decimal("100"), exposure_cap_pct=Decimal("500"))
+    # Roomy limits so the thesis passes every check whatever the random walk's volatility and
+    # whichever side the debate takes.
+    Account.objects.filter(pk=account.pk).update(
+        max_notional_pct=Decimal("100"),
+        exposure_cap_pct=Decimal("500"),
+        max_instrument_pct=Decimal("100"),
+        allow_short=True,
+    )
     as_of = instrument_with_bars.bars.latest("date").date
     run = pipeline_run_create(instrument=instrument_with_bars, as_of=as_of, provider="offline")
     pipeline_run_execute(run.pk)

@@ -49,7 +49,9 @@ def test_a_process_does_not_receive_its_own_messages_twice(tmp_path):
 
 
 def test_only_groups_with_members_here_are_delivered(tmp_path):
-    web, worker = _pair(tmp_path, poll_interval=60)  # only the explicit poll below reads the relay
+    # The poller sleeps before its first look, so with a 60 s interval only the explicit poll
+    # below reads the relay.
+    web, worker = _pair(tmp_path, poll_interval=60)
 
     async def scenario():
         channel = await web.new_channel()
@@ -61,3 +63,19 @@ def test_only_groups_with_members_here_are_delivered(tmp_path):
         return read, queued
 
     assert async_to_sync(scenario)() == (1, 0)
+
+
+def test_overlapping_polls_deliver_each_message_once(tmp_path):
+    web, worker = _pair(tmp_path, poll_interval=60)
+
+    async def scenario():
+        channel = await web.new_channel()
+        await web.group_add("run-3", channel)
+        await worker.group_send("run-3", {"type": "desk.event", "n": 1})
+        # The background poller and an explicit poll can overlap; each row must be claimed once.
+        reads = await asyncio.gather(*(web.poll_once() for _ in range(4)))
+        queued = web.channels[channel].qsize() if channel in web.channels else 0
+        await web.flush()
+        return sum(reads), queued
+
+    assert async_to_sync(scenario)() == (1, 1)

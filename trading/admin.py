@@ -1,8 +1,10 @@
 from django.contrib import admin
 
+from config.admin import HistoryAdmin
 from trading.models import (
     Account,
     AuditEvent,
+    BookPass,
     DailyBar,
     FeatureSnapshot,
     FundamentalsSnapshot,
@@ -12,6 +14,8 @@ from trading.models import (
     Order,
     PipelineRun,
     Position,
+    PositionMark,
+    StageRun,
     Strategy,
     StrategyRun,
     Thesis,
@@ -71,21 +75,12 @@ class FeatureSnapshotAdmin(admin.ModelAdmin):
 
 
 @admin.register(AuditEvent)
-class AuditEventAdmin(admin.ModelAdmin):
+class AuditEventAdmin(HistoryAdmin):
     """Read-only: the audit trail is appended by services and never edited by hand."""
 
     list_display = ["at", "actor_label", "action", "target", "reason"]
     list_filter = ["action"]
     search_fields = ["target", "reason", "actor_label"]
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
 
 @admin.register(Strategy)
@@ -109,14 +104,9 @@ class AccountAdmin(admin.ModelAdmin):
     readonly_fields = ["cash"]
 
 
-class _ReadOnly(admin.ModelAdmin):
-    """Written by the pipeline, the approval flow and the broker only: the admin may look, not touch."""
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
+# Written by the pipeline, the approval flow and the broker only: the admin may look, not touch
+# (and never delete: that would rewrite the track record).
+_ReadOnly = HistoryAdmin
 
 
 @admin.register(PipelineRun)
@@ -124,6 +114,13 @@ class PipelineRunAdmin(_ReadOnly):
     list_display = ["id", "instrument", "as_of", "provider", "status", "is_replay", "created_at"]
     list_filter = ["status", "provider", "is_replay"]
     list_select_related = ["instrument"]
+
+
+@admin.register(StageRun)
+class StageRunAdmin(_ReadOnly):
+    list_display = ["run", "position", "stage", "status", "started_at", "finished_at"]
+    list_filter = ["stage", "status"]
+    list_select_related = ["run"]
 
 
 @admin.register(Thesis)
@@ -145,3 +142,17 @@ class PositionAdmin(_ReadOnly):
     list_display = ["id", "instrument", "direction", "quantity", "entry_price", "status", "exit_reason", "realised_pnl"]
     list_filter = ["status", "direction", "is_replay", "exit_reason"]
     list_select_related = ["instrument"]
+
+
+@admin.register(PositionMark)
+class PositionMarkAdmin(_ReadOnly):
+    list_display = ["position", "date", "close", "unrealised_pnl"]
+    list_select_related = ["position"]
+    date_hierarchy = "date"
+
+
+@admin.register(BookPass)
+class BookPassAdmin(_ReadOnly):
+    list_display = ["account", "date", "done_at", "filled", "closed", "marked"]
+    list_filter = ["account"]
+    list_select_related = ["account"]

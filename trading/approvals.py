@@ -1,7 +1,10 @@
 """Stage 8: a person approves or rejects a thesis.
 
 Every refusal has a reason a person can read. A decision is claimed with a conditional update on
-the thesis row, so two approvals at the same moment produce exactly one order.
+the thesis row, so two approvals at the same moment produce exactly one order. An approval runs
+the risk checks again against the live book (open positions, working orders, today's loss) with
+the account locked, so two approvers approving two theses at once cannot pass a limit between
+them.
 """
 
 from __future__ import annotations
@@ -15,18 +18,21 @@ from django.db import transaction
 from django.utils import timezone
 
 from trading.audit import audit_record
+from trading.domain.risk import RiskDecision
 from trading.models import DailyBar, Order, Thesis
-from trading.portfolio import account_for_run
+from trading.portfolio import account_lock, instrument_live_idea, thesis_book_check
 
 APPROVE_PERMISSION = "trading.approve_thesis"
 
 
 class DecisionRefused(Exception):
-    """The decision cannot be taken; ``reason`` says why, in words for the approver."""
+    """The decision cannot be taken; ``reason`` says why, in words for the approver, and
+    ``checks`` lists the risk checks that failed (name and figures) when the book said no."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, *, checks: list[dict] | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.checks = checks or []
 
 
 @dataclass(frozen=True)
@@ -99,16 +105,43 @@ def _claim(thesis: Thesis, *, status: str, user, comment: str, now: dt.datetime)
         raise DecisionRefused("this thesis was decided by someone else a moment ago")
 
 
+def _refuse_across_books(thesis: Thesis, *, replay: bool) -> None:
+    """A replay's thesis is decided only by its replay, and a replay decides nothing live."""
+    if thesis.run.is_replay and not replay:
+        raise DecisionRefused(
+            "this thesis belongs to a history replay; it is decided by the replay's policy, not from the live desk"
+        )
+    if replay and not thesis.run.is_replay:
+        raise DecisionRefused("a replay cannot decide a live thesis")
+
+
+def _refusal_from(decision: RiskDecision) -> DecisionRefused:
+    failed = [check for check in decision.checks if not check.passed]
+    words = "; ".join(f"{check.name}: {check.detail}" for check in failed)
+    return DecisionRefused(
+        f"the book has moved since this thesis was sized — {words}", checks=[check.to_dict() for check in failed]
+    )
+
+
 def thesis_approve(
-    *, thesis: Thesis, user, comment: str = "", now: dt.datetime | None = None, as_of: dt.date | None = None
+    *,
+    thesis: Thesis,
+    user,
+    comment: str = "",
+    now: dt.datetime | None = None,
+    as_of: dt.date | None = None,
+    replay: bool = False,
 ) -> Order:
     """Approve and place the order. Refuses (DecisionRefused) without the permission, after a
-    decision, after the risk engine said no, after expiry, or when the price has moved on.
-    ``as_of`` bounds the staleness check for history replays (live: the latest bar)."""
+    decision, after the risk engine said no, after expiry, when the price has moved on, when the
+    instrument already has a live idea in the book, or when the checks fail against the live book.
+    ``as_of`` bounds the staleness check and names the trading day for history replays (live: the
+    latest bar and today); ``replay`` is the replay's own approval, the only one its theses take."""
     from trading.broker import order_place
 
     now = now or timezone.now()
     _check_permission(user)
+    _refuse_across_books(thesis, replay=replay)
     _refuse_if_decided(thesis)
     if not thesis.risk_approved:
         raise DecisionRefused("the risk engine rejected this thesis; it cannot be approved")
@@ -120,16 +153,36 @@ def thesis_approve(
             f"{staleness.moved} away from the entry {thesis.entry}, more than "
             f"{settings.BROKER['STALE_ATR_MULTIPLE']}×ATR ({staleness.limit:.2f}); re-run the pipeline"
         )
-    with transaction.atomic():
-        _claim(thesis, status=Thesis.Status.APPROVED, user=user, comment=comment, now=now)
-        order = order_place(thesis=thesis, account=account_for_run(thesis.run))
-        audit_record(
-            actor=user,
-            action="thesis_approved",
-            target=f"thesis {thesis.pk}",
-            reason=comment,
-            details={"order": order.pk, "quantity": order.quantity, "side": order.side},
-        )
+    try:
+        with transaction.atomic():
+            account = account_lock(thesis.account_id)
+            _claim(thesis, status=Thesis.Status.APPROVED, user=user, comment=comment, now=now)
+            busy = instrument_live_idea(account, thesis.instrument_id, include_pending=False)
+            if busy:
+                raise DecisionRefused(f"one live idea per instrument: {thesis.instrument.symbol} {busy}")
+            decision = thesis_book_check(thesis, account, entry=thesis.entry, today=as_of or timezone.localdate())
+            if not decision.approved:
+                raise _refusal_from(decision)
+            order = order_place(thesis=thesis, account=account)
+            audit_record(
+                actor=user,
+                action="thesis_approved",
+                target=f"thesis {thesis.pk}",
+                reason=comment,
+                details={"order": order.pk, "quantity": order.quantity, "side": order.side},
+            )
+    except DecisionRefused as refusal:
+        if refusal.checks or refusal.reason.startswith("one live idea"):
+            # The claim rolled back with the transaction; the refusal itself is worth a record.
+            audit_record(
+                actor=user,
+                action="approval_refused",
+                target=f"thesis {thesis.pk}",
+                reason=refusal.reason,
+                details={"checks": refusal.checks},
+            )
+        thesis.refresh_from_db()
+        raise
     return order
 
 

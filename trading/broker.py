@@ -14,13 +14,14 @@ from decimal import Decimal
 from celery import current_app
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Max
 
 from trading.audit import audit_record
 from trading.domain.costs import CostModel, order_costs
 from trading.domain.execution import entry_side, exit_side, fill_price, reference_price
 from trading.domain.exits import check_exit, mark, realised_pnl
 from trading.models import Account, BookPass, DailyBar, Order, Position, PositionMark, Thesis
+from trading.portfolio import account_lock, account_portfolio, thesis_book_check
 
 
 class BrokerError(Exception):
@@ -96,6 +97,11 @@ def order_try_fill(*, order: Order, as_of: dt.date | None = None) -> Position | 
         return None
     costs = order_costs(order.side, order.quantity, price, cost_model())
     with transaction.atomic():
+        account = account_lock(order.account_id)
+        refusal = _fill_refusal(order, account, price=price, costs=costs.total, on=filled_on)
+        if refusal:
+            _cancel(order, refusal)
+            return None
         claimed = Order.objects.filter(pk=order.pk, status=Order.Status.WORKING).update(
             status=Order.Status.FILLED,
             fill_price=price,
@@ -129,6 +135,18 @@ def order_try_fill(*, order: Order, as_of: dt.date | None = None) -> Position | 
         )
     order.refresh_from_db()
     return position
+
+
+def _fill_refusal(order: Order, account: Account, *, price: Decimal, costs: Decimal, on: dt.date) -> str:
+    """Why this fill would breach the book, or "": every check again at the fill price (the book
+    may have moved since approval), and the cash must pay for the shares and their costs."""
+    decision = thesis_book_check(order.thesis, account, entry=price, today=on, exclude_order_id=order.pk)
+    reasons = [f"{check.name}: {check.detail}" for check in decision.checks if not check.passed]
+    available = account_portfolio(account, today=on, exclude_order_id=order.pk).available_cash
+    needed = price * order.quantity + costs
+    if needed > available:
+        reasons.append(f"cash: {order.quantity} at {price} plus costs {costs} needs {needed}, available {available}")
+    return f"cancelled at fill on {on}: " + "; ".join(reasons) if reasons else ""
 
 
 def _inside_levels(direction: str, price: Decimal, *, stop: Decimal, target: Decimal) -> bool:
@@ -182,6 +200,7 @@ def position_close(
             exit_costs=costs.total,
             closed_on=on,
             exit_reason=reason,
+            exit_comment=comment,
             realised_pnl=pnl,
             last_mark=price,
             unrealised_pnl=Decimal(0),
@@ -210,18 +229,61 @@ def _queue_review(position_id: int) -> None:
     current_app.send_task("trading.review_position", args=[position_id])
 
 
-def position_close_by_hand(*, position: Position, user, comment: str = "") -> Position:
-    if not user.has_perm("trading.approve_thesis"):
-        raise BrokerError("only approvers can close a position")
-    bar = _latest_bar(position.instrument_id)
-    if bar is None:
-        raise BrokerError("no price to close at")
-    price = fill_price(
+def _exit_fill(position: Position, reference: Decimal) -> Decimal:
+    """Every exit, automatic or by hand, fills ``reference`` moved against the trader by the
+    desk's slippage and onto the tick, exactly as an entry does."""
+    return fill_price(
         side=exit_side(position.direction),
-        reference=bar.close,
+        reference=reference,
         slippage_bps=Decimal(settings.BROKER["SLIPPAGE_BPS"]),
         tick=position.instrument.tick_size,
     )
+
+
+def _last_session(exchange: str) -> dt.date | None:
+    """The exchange's last session: the latest bar date of any instrument listed on it."""
+    return DailyBar.objects.filter(instrument__exchange=exchange).aggregate(last=Max("date"))["last"]
+
+
+def _refuse_stale_price(position: Position, bar: DailyBar) -> None:
+    """A manual close fills at the last close; a close older than the exchange's last session is
+    a price the market has already moved away from, so the close is refused until bars arrive."""
+    instrument = position.instrument
+    last = _last_session(instrument.exchange)
+    if last is None or bar.date >= last:
+        return
+    behind = (
+        DailyBar.objects.filter(instrument__exchange=instrument.exchange, date__gt=bar.date, date__lte=last)
+        .values("date")
+        .distinct()
+        .count()
+    )
+    raise BrokerError(
+        f"the last price of {instrument.symbol} is from {bar.date:%d %b %Y}, {behind} session"
+        f"{'s' if behind != 1 else ''} before the last session {last:%d %b %Y} on {instrument.exchange}: "
+        f"import its bars, then close"
+    )
+
+
+def position_close_by_hand(*, position: Position, user, comment: str = "") -> Position:
+    """A person closes a live position at the last close (with slippage), saying why. Refused for
+    a viewer, for a replay's position, without a reason, and when the instrument's last price is
+    older than its exchange's last session."""
+    if not user.has_perm("trading.approve_thesis"):
+        raise BrokerError("only approvers can close a position")
+    if position.is_replay:
+        raise BrokerError(
+            f"position {position.pk} belongs to a history replay ({position.account.name}); a replay's positions "
+            "are closed by the replay, never from the live desk"
+        )
+    comment = comment.strip()
+    if not comment:
+        raise BrokerError("say why you close it by hand: a reason is required")
+    bar = _latest_bar(position.instrument_id)
+    if bar is None:
+        raise BrokerError("no price to close at")
+    _refuse_stale_price(position, bar)
+    price = _exit_fill(position, bar.close)
     return position_close(position=position, price=price, on=bar.date, reason="manual", user=user, comment=comment)
 
 
@@ -229,9 +291,12 @@ def positions_mark(
     *, as_of: dt.date, account: Account | None = None, on_close: Callable[[Position], None] | None = None
 ) -> dict[str, int]:
     """The daily pass: fill waiting orders, then for each open position with a bar on ``as_of``,
-    close it if the bar hit its stop or target or the horizon is reached, else mark it."""
+    close it if the bar hit its stop or target or the horizon is reached, else mark it at the
+    close. Exits fill with slippage like entries. A position filled on ``as_of`` (at its open) is
+    only marked: the stop and target watch from the next session, as nobody can say whether the
+    day's range came before or after the fill."""
     orders = Order.objects.filter(status=Order.Status.WORKING, placed_on__lt=as_of)
-    positions = Position.objects.filter(status=Position.Status.OPEN, opened_on__lt=as_of)
+    positions = Position.objects.filter(status=Position.Status.OPEN, opened_on__lte=as_of)
     if account is not None:
         orders, positions = orders.filter(account=account), positions.filter(account=account)
     filled = sum(
@@ -248,19 +313,22 @@ def positions_mark(
         bar = bars.get(position.instrument_id)
         if bar is None:
             continue
-        signal = check_exit(
-            direction=position.direction,
-            stop=position.stop,
-            target=position.target,
-            bar_open=bar.open,
-            bar_high=bar.high,
-            bar_low=bar.low,
-            bar_close=bar.close,
-            sessions_held=_sessions_held(position, as_of),
-            horizon_sessions=position.horizon_sessions,
-        )
+        signal = None
+        if position.opened_on < as_of:
+            signal = check_exit(
+                direction=position.direction,
+                stop=position.stop,
+                target=position.target,
+                bar_open=bar.open,
+                bar_high=bar.high,
+                bar_low=bar.low,
+                bar_close=bar.close,
+                sessions_held=_sessions_held(position, as_of),
+                horizon_sessions=position.horizon_sessions,
+            )
         if signal is not None:
-            position_close(position=position, price=signal.price, on=as_of, reason=signal.reason, on_close=on_close)
+            price = _exit_fill(position, signal.price)
+            position_close(position=position, price=price, on=as_of, reason=signal.reason, on_close=on_close)
             closed += 1
             continue
         pnl = mark(

@@ -181,6 +181,17 @@ class Account(models.Model):
     max_notional_pct = models.DecimalField(max_digits=6, decimal_places=2, default=Decimal("20.00"))
     max_positions = models.PositiveIntegerField(default=5)
     exposure_cap_pct = models.DecimalField(max_digits=6, decimal_places=2, default=Decimal("100.00"))
+    max_instrument_pct = models.DecimalField(
+        max_digits=6,
+        decimal_places=2,
+        default=Decimal("20.00"),
+        help_text="the most of capital one instrument may take, held and working together",
+    )
+    allow_short = models.BooleanField(
+        default=False,
+        help_text="may this account carry a short overnight? No for NSE cash delivery; yes for F&O, SLB "
+        "or a market that permits it",
+    )
 
     class Meta:
         constraints = [
@@ -201,6 +212,9 @@ class PipelineRun(models.Model):
         COMPLETED = "completed"
         DEGRADED = "degraded"
         FAILED = "failed"
+        # The account already has a live idea in the instrument (held, working or pending): the
+        # run proposes nothing and says which.
+        HELD = "held"
 
     instrument = models.ForeignKey(Instrument, on_delete=models.PROTECT, related_name="runs")
     as_of = models.DateField()
@@ -228,7 +242,7 @@ class PipelineRun(models.Model):
 
     @property
     def is_finished(self) -> bool:
-        return self.status in {self.Status.COMPLETED, self.Status.DEGRADED, self.Status.FAILED}
+        return self.status in {self.Status.COMPLETED, self.Status.DEGRADED, self.Status.FAILED, self.Status.HELD}
 
 
 class StageRun(models.Model):
@@ -268,6 +282,9 @@ class Thesis(models.Model):
         REJECTED_BY_RISK = "risk_rejected"
 
     run = models.OneToOneField(PipelineRun, on_delete=models.CASCADE, related_name="thesis")
+    account = models.ForeignKey(
+        Account, on_delete=models.PROTECT, related_name="theses", help_text="the book it was sized for"
+    )
     instrument = models.ForeignKey(Instrument, on_delete=models.PROTECT, related_name="theses")
     direction = models.CharField(max_length=5)
     conviction = models.DecimalField(max_digits=5, decimal_places=4)
@@ -281,6 +298,9 @@ class Thesis(models.Model):
     risk_approved = models.BooleanField(default=False)
     risk_checks = models.JSONField(default=list)
     payload = models.JSONField(help_text="the TradeThesis as validated")
+    warnings = models.JSONField(
+        default=list, blank=True, help_text="what code overruled or cut (a trader reply it did not follow, a size fitted)"
+    )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING, db_index=True)
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField(null=True, blank=True, db_index=True)
@@ -418,6 +438,7 @@ class Position(models.Model):
     exit_costs = models.DecimalField(max_digits=18, decimal_places=2, default=Decimal("0"))
     closed_on = models.DateField(null=True, blank=True)
     exit_reason = models.CharField(max_length=16, blank=True)
+    exit_comment = models.TextField(blank=True, help_text="a manual exit's reason, as the person gave it")
     realised_pnl = models.DecimalField(max_digits=18, decimal_places=2, null=True, blank=True)
     is_replay = models.BooleanField(default=False)
 

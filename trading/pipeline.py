@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from agents import recording
 from agents.domain import roles
+from agents.domain.citations import check_citations
 from agents.domain.llm import BudgetExceeded, LatencyClient, ModelChoice, StageFailed
 from agents.domain.memory import format_memory_block
 from agents.domain.offline import OfflineModel
@@ -40,11 +41,15 @@ from trading.domain.risk import evaluate_risk
 from trading.domain.schemas import FeatureBundle
 from trading.events import DeskEvent, publish
 from trading.models import Instrument, PipelineRun, StageRun, Thesis
-from trading.portfolio import account_for_run, account_portfolio, risk_limits
+from trading.portfolio import account_for_run, account_lock, account_portfolio, instrument_live_idea, risk_limits
 
 logger = logging.getLogger(__name__)
 
 STAGES = ("features", "context", "analysts", "debate", "trader", "risk")
+# ATR(14) needs 14 true ranges, so 15 sessions of bars.
+ATR_MIN_SESSIONS = 15
+# A conviction the trader restates within this of the calibrated one is the same number, rounded.
+CONVICTION_TOLERANCE = 0.005
 DEFAULT_MODELS = {
     "offline": ("offline-rules", "offline-rules"),
     "replay": ("replay", "replay"),
@@ -184,7 +189,16 @@ def _stage_analysts(ctx: RunContext) -> dict:
     )
     notes = {role: r.model_dump(mode="json") for role, r in results.items() if isinstance(r, AnalystNote)}
     failures = {role: r.reason for role, r in results.items() if isinstance(r, StageFailed)}
-    return {"notes": notes, "failures": failures, "quorum": roles.quorum_met(results)}
+    # Every indicator value a note cites, checked against the bundle; kept for the run page and
+    # for any later critique. A mismatch is shown, never silently corrected.
+    checks = {role: check_citations(r, ctx.bundle) for role, r in results.items() if isinstance(r, AnalystNote)}
+    return {
+        "notes": notes,
+        "failures": failures,
+        "quorum": roles.quorum_met(results),
+        "citations": {role: check.model_dump(mode="json") for role, check in checks.items()},
+        "citation_mismatches": sum(check.mismatches for check in checks.values()),
+    }
 
 
 def _stage_debate(ctx: RunContext) -> dict:
@@ -218,9 +232,35 @@ def _decimal(value: float | None) -> Decimal | None:
     return None if value is None else Decimal(str(value))
 
 
+def _overruled(proposed: TradeThesis, debate: DebateResult) -> list[str]:
+    """What the trader's reply said that code did not follow, in words for the thesis page."""
+    warnings = []
+    if proposed.direction != debate.winner:
+        warnings.append(
+            f"the trader replied {proposed.direction}, against the debate's winner {debate.winner}; "
+            f"the thesis stays {debate.winner} (the reply is kept for audit)"
+        )
+    if abs(proposed.conviction - debate.conviction) > CONVICTION_TOLERANCE:
+        warnings.append(
+            f"the trader restated conviction as {proposed.conviction:.2f}; the calibrated "
+            f"{debate.conviction:.4f} stands"
+        )
+    return warnings
+
+
 def _stage_trader(ctx: RunContext) -> dict:
+    """The trader writes the rationale and risks. Direction and conviction are the debate's
+    (calibrated by code); entry, stop and target come from the last close and ATR. Without an
+    ATR there are no prices to anchor to, and the stage fails closed rather than trade the
+    model's numbers."""
     bundle, instrument = ctx.bundle, ctx.run.instrument
     debate = DebateResult.model_validate(ctx.outputs["debate"]["result"])
+    atr = _decimal(bundle.technical.atr_14)
+    if atr is None or atr <= 0:
+        raise StageFailed(
+            f"no ATR(14) for {instrument.symbol} as of {ctx.run.as_of} (it needs {ATR_MIN_SESSIONS} sessions of "
+            "bars): prices are set from ATR, never taken from the model"
+        )
     proposed = roles.propose_thesis(
         ctx.choice,
         debate,
@@ -231,51 +271,74 @@ def _stage_trader(ctx: RunContext) -> dict:
         budget=ctx.budget,
         memory_block=ctx.outputs["context"]["memory_block"],
     )
-    atr = _decimal(bundle.technical.atr_14)
-    anchored = anchor_levels(
-        proposed, last_price=Decimal(str(bundle.technical.last_close)), atr=atr, tick=instrument.tick_size
+    owned = proposed.model_copy(
+        update={"direction": debate.winner, "conviction": debate.conviction, "levels_source": "model"}
     )
     try:
+        anchored = anchor_levels(
+            owned, last_price=Decimal(str(bundle.technical.last_close)), atr=atr, tick=instrument.tick_size
+        )
         validate_thesis(anchored, atr=atr, tick=instrument.tick_size)
     except ThesisInvalid as error:
         raise StageFailed(f"thesis validator: {error}") from None
-    return {"proposed": proposed.model_dump(mode="json"), "thesis": anchored.model_dump(mode="json")}
+    return {
+        "proposed": proposed.model_dump(mode="json"),
+        "thesis": anchored.model_dump(mode="json"),
+        "warnings": _overruled(proposed, debate),
+    }
+
+
+def _held(run: PipelineRun, account) -> str:
+    busy = instrument_live_idea(account, run.instrument_id, exclude_run_id=run.pk)
+    return f"HOLD: {run.instrument.symbol} {busy}; one live idea per instrument" if busy else ""
 
 
 def _stage_risk(ctx: RunContext) -> dict:
+    """Size and check against the live book, then store the thesis, all under the account's
+    lock: twelve runs on one instrument at the same moment leave one thesis, and the others say
+    why they hold."""
     run, instrument = ctx.run, ctx.run.instrument
     thesis = TradeThesis.model_validate(ctx.outputs["trader"]["thesis"])
-    account = account_for_run(run)
-    decision = evaluate_risk(
-        direction=thesis.direction,
-        entry=Decimal(str(thesis.entry)),
-        stop=Decimal(str(thesis.stop)),
-        target=Decimal(str(thesis.target)),
-        lot_size=instrument.lot_size,
-        limits=risk_limits(account, _strategy_of(run)),
-        portfolio=account_portfolio(account, today=run.as_of),
-    )
-    summary = decision.to_dict()
-    Thesis.objects.get_or_create(
-        run=run,
-        defaults={
-            "instrument": instrument,
-            "direction": thesis.direction,
-            "conviction": Decimal(str(round(thesis.conviction, 4))),
-            "entry": Decimal(str(thesis.entry)),
-            "stop": Decimal(str(thesis.stop)),
-            "target": Decimal(str(thesis.target)),
-            "horizon_sessions": thesis.horizon_sessions,
-            "quantity": decision.quantity,
-            "risk_amount": decision.risk_amount.quantize(Decimal("0.01")),
-            "notional": decision.notional.quantize(Decimal("0.01")),
-            "risk_approved": decision.approved,
-            "risk_checks": summary["checks"],
-            "payload": thesis.model_dump(mode="json"),
-            "status": Thesis.Status.PENDING if decision.approved else Thesis.Status.REJECTED_BY_RISK,
-            "expires_at": thesis_expiry(timezone.now()),
-        },
-    )
+    with transaction.atomic():
+        account = account_lock(account_for_run(run).pk)
+        held = _held(run, account)
+        if held:
+            return {"held": held}
+        decision = evaluate_risk(
+            direction=thesis.direction,
+            entry=Decimal(str(thesis.entry)),
+            stop=Decimal(str(thesis.stop)),
+            target=Decimal(str(thesis.target)),
+            lot_size=instrument.lot_size,
+            limits=risk_limits(account, _strategy_of(run)),
+            portfolio=account_portfolio(account, today=run.as_of, instrument_id=instrument.pk),
+        )
+        summary = decision.to_dict()
+        warnings = list(ctx.outputs["trader"].get("warnings", []))
+        if decision.sizing:
+            warnings.append(decision.sizing)
+        Thesis.objects.get_or_create(
+            run=run,
+            defaults={
+                "account": account,
+                "instrument": instrument,
+                "direction": thesis.direction,
+                "conviction": Decimal(str(round(thesis.conviction, 4))),
+                "entry": Decimal(str(thesis.entry)),
+                "stop": Decimal(str(thesis.stop)),
+                "target": Decimal(str(thesis.target)),
+                "horizon_sessions": thesis.horizon_sessions,
+                "quantity": decision.quantity,
+                "risk_amount": decision.risk_amount.quantize(Decimal("0.01")),
+                "notional": decision.notional.quantize(Decimal("0.01")),
+                "risk_approved": decision.approved,
+                "risk_checks": summary["checks"],
+                "payload": thesis.model_dump(mode="json"),
+                "warnings": warnings,
+                "status": Thesis.Status.PENDING if decision.approved else Thesis.Status.REJECTED_BY_RISK,
+                "expires_at": thesis_expiry(timezone.now()),
+            },
+        )
     return {"decision": summary}
 
 
@@ -331,6 +394,10 @@ def pipeline_run_execute(run_id: int, *, stop_after: str | None = None) -> Pipel
     if run is None:
         return PipelineRun.objects.filter(pk=run_id).first()
     done = {s.stage: s.output for s in StageRun.objects.filter(run=run, status=StageRun.Status.DONE)}
+    if "risk" not in done and (held := _held(run, account_for_run(run))):
+        # Checked first so a busy instrument costs no model call; checked again under the lock.
+        _finish(run, PipelineRun.Status.HELD, held)
+        return run
     recorder = recording.BufferedRecorder(run_id=run.pk, prices=PriceTable.from_mapping(settings.LLM.get("PRICES", {})))
     ctx = RunContext(
         run=run,
@@ -360,6 +427,9 @@ def pipeline_run_execute(run_id: int, *, stop_after: str | None = None) -> Pipel
             _finish(run, PipelineRun.Status.FAILED, f"{stage}: {reason}")
             return run
         _complete_stage(ctx, record, output)
+        if stage == "risk" and output.get("held"):
+            _finish(run, PipelineRun.Status.HELD, output["held"])
+            return run
         if stage == "analysts" and not output["quorum"]:
             _finish(run, PipelineRun.Status.DEGRADED, "quorum not met: fewer than 3 of 4 analyst notes")
             return run

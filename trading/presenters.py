@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
-from trading.domain.risk import format_rupees
+from trading.domain.money import format_money
 from trading.domain.schemas import FeatureBundle, TechnicalFeatures
 
 NOT_ENOUGH = "n/a"
@@ -156,13 +156,14 @@ def run_summary_lines(run, totals: dict) -> list[str]:
     return lines
 
 
-def _risk_display(decision: dict | None) -> dict | None:
+def _risk_display(decision: dict | None, currency: str) -> dict | None:
+    """Risk and notional are quantity x price, so they are in the instrument's currency."""
     if decision is None:
         return None
     return {
         **decision,
-        "risk_amount": format_rupees(Decimal(decision["risk_amount"])),
-        "notional": format_rupees(Decimal(decision["notional"])),
+        "risk_amount": format_money(Decimal(decision["risk_amount"]), currency),
+        "notional": format_money(Decimal(decision["notional"]), currency),
     }
 
 
@@ -191,7 +192,7 @@ def run_context(run, totals: dict) -> dict:
         "memory_block": outputs.get("context", {}).get("memory_block", ""),
         "debate": outputs.get("debate"),
         "trader": outputs.get("trader"),
-        "risk": _risk_display(outputs.get("risk", {}).get("decision")),
+        "risk": _risk_display(outputs.get("risk", {}).get("decision"), run.instrument.currency),
         "totals": totals,
     }
 

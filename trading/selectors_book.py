@@ -9,11 +9,16 @@ from django.db.models import QuerySet, Sum
 
 from trading.models import Account, Position, PositionMark, Thesis
 
-QUEUE_FILTERS = ("strategy", "symbol", "direction", "min_conviction", "status")
+QUEUE_FILTERS = ("strategy", "symbol", "direction", "min_conviction", "status", "replay")
+WITH_REPLAYS = ("1", "true")
 
 
 def thesis_queue(params) -> QuerySet[Thesis]:
+    """The live queue: theses of history replays only with ``replay=1`` (they are decided by their
+    replay's policy, never by a person at the desk)."""
     theses = Thesis.objects.select_related("instrument", "run", "run__strategy_run__strategy", "decided_by")
+    if str(params.get("replay", "")).lower() not in WITH_REPLAYS:
+        theses = theses.filter(run__is_replay=False)
     status = params.get("status") or Thesis.Status.PENDING
     if status != "all":
         theses = theses.filter(status=status)

@@ -13,12 +13,15 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import partial
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from agents import recording
+from agents.domain.memory import replay_scope
 from trading import broker
 from trading.approvals import DecisionRefused, thesis_approve
 from trading.audit import audit_record
@@ -188,7 +191,9 @@ def replay_clear(strategy: Strategy) -> None:
     reviews.delete()
     from agents.models import MemoryEntry
 
+    # Its lessons go with it: those in its own scope, and those it was told to write to live memory.
     MemoryEntry.objects.filter(pk__in=memory_ids).delete()
+    MemoryEntry.objects.filter(scope=replay_scope(account.pk)).delete()
     positions.delete()
     Order.objects.filter(account=account).delete()
     StrategyRun.objects.filter(strategy=strategy, is_replay=True).delete()
@@ -207,12 +212,26 @@ class ReplayDay:
     decision: str
 
 
-def _review_or_record(position: Position) -> None:
+def _close_approval_window(run_ids: list[int], day: dt.date) -> None:
+    """The replay's approval window is its own day: what the policy did not approve expires, as
+    a live thesis does when nobody decides, so it holds no instrument the next day."""
+    left = Thesis.objects.filter(run_id__in=run_ids, status=Thesis.Status.PENDING)
+    for thesis_id in left.values_list("pk", flat=True):
+        audit_record(
+            actor_label=REPLAY_USER,
+            action="thesis_expired",
+            target=f"thesis {thesis_id}",
+            reason=f"replay: not approved on {day}",
+        )
+    left.update(status=Thesis.Status.EXPIRED)
+
+
+def _review_or_record(position: Position, *, lessons_to_live: bool = False) -> None:
     """Review a replay's closed position at once; a failed review is recorded, and the replay goes on."""
     from reviews.services import position_review
 
     try:
-        position_review(position=position)
+        position_review(position=position, lessons_to_live=lessons_to_live)
     except Exception as error:
         logger.exception("review of position %s failed", position.pk)
         audit_record(
@@ -228,15 +247,22 @@ def replay_strategy(
     policy: ApprovalPolicy,
     provider: str = "offline",
     progress: Callable[[ReplayDay], None] | None = None,
+    lessons_to_live: bool = False,
 ) -> Iterator[ReplayDay]:
     """Run the strategy's daily loop over history. Each day: the book is marked on that day's bar
     (waiting orders fill at its open; stops, targets and horizons close positions and are reviewed
-    at once), then the pipeline runs strictly as of that day and the policy decides approvals."""
+    at once), then the pipeline runs strictly as of that day and the policy decides approvals.
+
+    Its lessons stay in its own memory scope, recalled by its own runs (with the live lessons of
+    each day) and never by live runs, unless ``lessons_to_live`` writes them to live memory too
+    (still tagged ``replay=true``)."""
     replay_clear(strategy)
     account = replay_account(strategy.name)
     approver = _policy_user()
+    review = partial(_review_or_record, lessons_to_live=lessons_to_live)
+    scopes = recording.memory_scopes(replay_account_id=account.pk)
     for day in replay_sessions(strategy, start, end):
-        book = broker.positions_mark(as_of=day, account=account, on_close=_review_or_record)
+        book = broker.positions_mark(as_of=day, account=account, on_close=review)
         strategy_run = StrategyRun.objects.create(strategy=strategy, as_of=day, is_replay=True)
         runs = []
         for instrument in strategy.universe.filter(is_active=True).order_by("symbol"):
@@ -244,17 +270,19 @@ def replay_strategy(
                 continue
             run = pipeline_run_create(instrument=instrument, as_of=day, provider=provider)
             PipelineRun.objects.filter(pk=run.pk).update(strategy_run=strategy_run, is_replay=True)
-            pipeline_run_execute(run.pk)
+            with recording.memory_reading(scopes):
+                pipeline_run_execute(run.pk)
             runs.append(run.pk)
         approved, refused = 0, []
         for thesis in Thesis.objects.filter(run_id__in=runs).select_related("instrument", "run").order_by("id"):
             if not policy.approves(thesis):
                 continue
             try:
-                thesis_approve(thesis=thesis, user=approver, comment=f"replay policy on {day}", as_of=day)
+                thesis_approve(thesis=thesis, user=approver, comment=f"replay policy on {day}", as_of=day, replay=True)
                 approved += 1
             except DecisionRefused as refusal:
                 refused.append(f"{thesis.instrument.symbol}: {refusal.reason}")
+        _close_approval_window(runs, day)
         decided = strategy_run_decide(strategy_run)
         result = ReplayDay(
             as_of=day,

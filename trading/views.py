@@ -10,6 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from agents.domain.citations import mismatch_warnings
 from trading import charts, presenters, selectors, services
 from trading.domain.features import NoPriceData
 from trading.models import Instrument, PipelineRun
@@ -70,14 +71,17 @@ def _start_form_context(request: HttpRequest) -> dict:
 
 
 def run_list(request: HttpRequest) -> HttpResponse:
-    runs = (
-        PipelineRun.objects.select_related("instrument", "thesis")
-        .annotate(
-            tokens=Sum("model_calls__input_tokens") + Sum("model_calls__output_tokens"), cost=Sum("model_calls__cost")
-        )
-        .order_by("-created_at", "-id")[:100]
+    """Live runs; ``?replay=1`` adds the runs of history replays (badged in the table)."""
+    with_replays = request.GET.get("replay") == "1"
+    runs = PipelineRun.objects.select_related("instrument", "thesis")
+    if not with_replays:
+        runs = runs.filter(is_replay=False)
+    runs = runs.annotate(
+        tokens=Sum("model_calls__input_tokens") + Sum("model_calls__output_tokens"), cost=Sum("model_calls__cost")
+    ).order_by("-created_at", "-id")[:100]
+    return render(
+        request, "trading/runs.html", {"runs": runs, "with_replays": with_replays, **_start_form_context(request)}
     )
-    return render(request, "trading/runs.html", {"runs": runs, **_start_form_context(request)})
 
 
 @require_POST
@@ -112,8 +116,20 @@ def run_start(request: HttpRequest) -> HttpResponse:
     return redirect("run_list")
 
 
+def _evidence_flags(outputs: dict) -> dict:
+    """What code flagged in a run's evidence: note citations the bundle contradicts, and headlines
+    kept out of every score because they carry instructions for a model."""
+    citations = outputs.get("analysts", {}).get("citations", {})
+    news = outputs.get("features", {}).get("bundle", {}).get("news", {})
+    return {"citation_warnings": mismatch_warnings(citations), "flagged_headlines": news.get("flagged_headlines", [])}
+
+
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     run = get_object_or_404(PipelineRun.objects.select_related("instrument"), pk=run_id)
-    context = {"run": run, **presenters.run_context(run, run_totals(run))}
+    context = {
+        "run": run,
+        **presenters.run_context(run, run_totals(run)),
+        **_evidence_flags(presenters.run_outputs(run)),
+    }
     template = "trading/_run_body.html" if request.GET.get("fragment") else "trading/run.html"
     return render(request, template, context)

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_POST
 from trading import charts, presenters, selectors, selectors_book
 from trading.approvals import DecisionRefused, thesis_approve, thesis_reject, thesis_staleness
 from trading.broker import BrokerError, position_close_by_hand
+from trading.domain.money import currency_symbol
 from trading.models import Account, Position, Strategy, StrategyRun, Thesis
 from trading.pipeline import run_totals
 from trading.portfolio import account_portfolio, default_account
@@ -35,7 +36,9 @@ def thesis_queue(request: HttpRequest) -> HttpResponse:
 
 
 def thesis_detail(request: HttpRequest, thesis_id: int) -> HttpResponse:
-    thesis = get_object_or_404(Thesis.objects.select_related("instrument", "run", "decided_by"), pk=thesis_id)
+    thesis = get_object_or_404(
+        Thesis.objects.select_related("instrument", "run__instrument", "decided_by"), pk=thesis_id
+    )
     run = thesis.run
     context = presenters.run_context(run, run_totals(run))
     bars = selectors.bars_frame(thesis.instrument, as_of=run.as_of, limit=settings.DESK["FEATURE_LOOKBACK_BARS"] + 130)
@@ -106,7 +109,11 @@ def portfolio(request: HttpRequest) -> HttpResponse:
                 "line": {"color": "#1d4ed8"},
             }
         ],
-        "layout": {"margin": {"l": 60, "r": 20, "t": 10, "b": 30}, "height": 300, "yaxis": {"title": {"text": "₹"}}},
+        "layout": {
+            "margin": {"l": 60, "r": 20, "t": 10, "b": 30},
+            "height": 300,
+            "yaxis": {"title": {"text": currency_symbol(account.currency)}},
+        },
     }
     return render(
         request,

@@ -17,6 +17,9 @@ Rules the callers rely on:
 - ``as_of`` replays see the index exactly as it stood at the end of that day: later records are
   excluded and the BM25 statistics (document count, document frequencies, average length) are
   counted over the visible records only, so a replay scores like an index built back then.
+- ``scopes`` filters: a record belongs to one scope ("live", or "replay:<account id>" for the
+  lessons of one history replay) and a search given scopes reads those only, with BM25 statistics
+  counted over them, exactly as ``as_of`` does. No scopes means the whole index.
 - ``symbol`` boosts, it does not filter: the symbol's tokens are appended to the query. Records of
   that symbol (whose symbol is indexed as a token) therefore become candidates, gain BM25 weight
   and usually cosine too; records of other symbols still surface when they share other terms.
@@ -46,6 +49,7 @@ BM25_K1 = 1.5
 BM25_B = 0.75
 RRF_K = 60
 DEFAULT_DIMENSIONS = 256
+LIVE_SCOPE = "live"
 MEMORY_BLOCK_HEADING = "Relevant past notes:"
 
 # Small on purpose: words a trader uses to mean something ("up", "down", "above", "below",
@@ -71,6 +75,12 @@ class MemoryRecord:
     text: str
     tags: dict[str, str] = field(hash=False)  # a dict cannot be hashed; the id identifies the record
     created_on: date
+    scope: str = LIVE_SCOPE  # "live", or replay_scope(account id) for a replay's own lessons
+
+
+def replay_scope(account_id: int) -> str:
+    """The scope of the lessons one replay account writes: only that replay reads them."""
+    return f"replay:{account_id}"
 
 
 @dataclass(frozen=True)
@@ -221,6 +231,8 @@ class HybridIndex:
         self._row_by_id: dict[int, int] = {}
         self._ids = _GrowableArray(np.int64)
         self._days = _GrowableArray(np.int64)  # date.toordinal(), for as_of
+        self._scopes = _GrowableArray(np.int64)  # a small code per scope name, for scopes
+        self._scope_codes: dict[str, int] = {}
         self._lengths = _GrowableArray(np.float64)
         self._total_length = 0
         self._postings: dict[str, _Postings] = {}
@@ -245,6 +257,7 @@ class HybridIndex:
         self._row_by_id[record.id] = row
         self._ids.append(record.id)
         self._days.append(record.created_on.toordinal())
+        self._scopes.append(self._scope_codes.setdefault(record.scope, len(self._scope_codes)))
         self._lengths.append(len(tokens))
         self._total_length += len(tokens)
 
@@ -259,13 +272,14 @@ class HybridIndex:
         k: int = 5,
         symbol: str | None = None,
         as_of: date | None = None,
+        scopes: Iterable[str] | None = None,
     ) -> list[MemoryHit]:
         """The k most relevant records, best first; [] when nothing shares a query term."""
         fields = query_fields(query, symbol)
         terms = [token for run in fields for token in run]
         if k < 1 or not terms:
             return []
-        rows, bm25 = self._bm25(terms, as_of)
+        rows, bm25 = self._bm25(terms, self._visible(as_of, scopes))
         if len(rows) == 0:
             return []
         dense = self._cosines(hashed_vector(fields, self.dimensions), rows)
@@ -280,10 +294,17 @@ class HybridIndex:
             for best in fused
         ]
 
-    def bm25_scores(self, query: str, *, symbol: str | None = None, as_of: date | None = None) -> dict[int, float]:
+    def bm25_scores(
+        self,
+        query: str,
+        *,
+        symbol: str | None = None,
+        as_of: date | None = None,
+        scopes: Iterable[str] | None = None,
+    ) -> dict[int, float]:
         """Record id → BM25 score for every candidate of the query; for tests and benchmarks."""
         terms = [token for run in query_fields(query, symbol) for token in run]
-        rows, scores = self._bm25(terms, as_of)
+        rows, scores = self._bm25(terms, self._visible(as_of, scopes))
         ids = self._ids.view()[rows]
         return {int(record_id): float(score) for record_id, score in zip(ids, scores, strict=True)}
 
@@ -296,17 +317,27 @@ class HybridIndex:
         for slot, weight in weights.items():
             self._vectors[slot, row] = weight
 
-    def _bm25(self, terms: list[str], as_of: date | None) -> tuple[np.ndarray, np.ndarray]:
+    def _visible(self, as_of: date | None, scopes: Iterable[str] | None) -> np.ndarray | None:
+        """Which rows a search may see (created by ``as_of``, in one of ``scopes``); None: all."""
+        visible = None
+        if as_of is not None:
+            visible = self._days.view() <= as_of.toordinal()
+        if scopes is not None:
+            codes = [self._scope_codes[scope] for scope in set(scopes) if scope in self._scope_codes]
+            in_scope = np.isin(self._scopes.view(), np.array(codes, dtype=np.int64))
+            visible = in_scope if visible is None else visible & in_scope
+        return visible
+
+    def _bm25(self, terms: list[str], visible: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         """Candidate rows (ascending) and their BM25 scores, visiting only the terms' postings.
 
         Duplicate query terms count once per occurrence (so a symbol that is both typed and
         passed as ``symbol`` weighs double), as in the usual Okapi sum over the query.
         """
-        document_count, average_length, cutoff = self._collection_stats(as_of)
+        document_count, average_length = self._collection_stats(visible)
         if document_count == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
         lengths = self._lengths.view()
-        days = self._days.view()
         scores = np.zeros(len(self._records))
         touched = np.zeros(len(self._records), dtype=bool)
         # Sorted so floating-point sums run in the same order however the query was worded.
@@ -315,9 +346,9 @@ class HybridIndex:
             if postings is None:
                 continue
             rows, counts = postings.arrays()
-            if cutoff is not None:
-                visible = days[rows] <= cutoff
-                rows, counts = rows[visible], counts[visible]
+            if visible is not None:
+                seen = visible[rows]
+                rows, counts = rows[seen], counts[seen]
             if len(rows) == 0:
                 continue
             idf = math.log(1.0 + (document_count - len(rows) + 0.5) / (len(rows) + 0.5))
@@ -327,18 +358,16 @@ class HybridIndex:
         candidates = np.flatnonzero(touched)
         return candidates, scores[candidates]
 
-    def _collection_stats(self, as_of: date | None) -> tuple[int, float, int | None]:
-        """Document count and average length over the records visible on ``as_of``."""
-        if as_of is None:
+    def _collection_stats(self, visible: np.ndarray | None) -> tuple[int, float]:
+        """Document count and average length over the visible records."""
+        if visible is None:
             count = len(self._records)
-            return count, (self._total_length / count if count else 0.0), None
-        cutoff = as_of.toordinal()
-        visible = self._days.view() <= cutoff
+            return count, (self._total_length / count if count else 0.0)
         count = int(visible.sum())
         if count == 0:
-            return 0, 0.0, cutoff
+            return 0, 0.0
         # Zero only when no visible record has a token, and then no posting is visible either.
-        return count, float(self._lengths.view()[visible].sum()) / count, cutoff
+        return count, float(self._lengths.view()[visible].sum()) / count
 
     def _cosines(self, query_weights: dict[int, float], rows: np.ndarray) -> np.ndarray:
         """Cosine of the query with each candidate; both sides are unit vectors.

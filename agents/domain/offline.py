@@ -436,29 +436,16 @@ def news_note(symbol: str, evidence: Evidence) -> AnalystNote:
 
 
 def sentiment_note(symbol: str, evidence: Evidence) -> AnalystNote:
+    """Positioning only. News tone is the news analyst's vote; reading it again here would count one
+    signal family twice in calibration. The bundle carries no positioning figures yet, so this note
+    stays neutral (and without a wired feed the analyst abstains before any model is asked)."""
     sentiment = evidence["sentiment"]
-    tone = sentiment["news_sentiment"]
-    macro = _macro_evidence(evidence.get("macro", []))
     wired = f"positioning_feed_wired={fmt(sentiment['positioning_feed_wired'])}"
-    if tone is None:
-        return _empty_note("sentiment", symbol, "No sentiment source: no positioning feed and no news.", [wired])
-    items = sentiment["news_items"]
-    stance = 0.8 * tone
-    # Without options or FII/DII flows this is news tone, not positioning: confidence stays low.
-    confidence = round(min(0.35, 0.15 + 0.04 * items), 2)
-    return _note(
+    return _empty_note(
         "sentiment",
         symbol,
-        stance=stance,
-        confidence=confidence,
-        summary=f"Sentiment stance {signed(round(stance, 2))} ({_lean(stance)}), read from news tone only.",
-        key_points=[
-            f"News-driven tone is {_lean(tone)} (news_sentiment {signed(tone)}, news_items={items}).",
-            "No options or FII/DII positioning feed is wired, so confidence is kept low.",
-        ],
-        subscores={"news_tone": tone},
-        evidence=[f"news_sentiment={signed(tone)} from news_items={items}", wired, *macro],
-        time_horizon="days",
+        "No positioning figures to read; news tone is the news analyst's vote and is not re-counted.",
+        [wired, *_macro_evidence(evidence.get("macro", []))],
     )
 
 
@@ -694,8 +681,11 @@ def manager_result(symbol: str, evidence: Evidence) -> DebateResult:
 
 
 def _placeholder_levels(direction: str, entry: float, atr: float | None) -> tuple[float, float]:
-    """Stop 2×ATR away, target at 2R. Placeholders only: code re-anchors them after validation."""
-    distance = 2 * atr if atr and atr > 0 else 0.02 * entry
+    """Stop 2×ATR away, target at 2R, as a trader reading the anchors would write them; code
+    re-anchors them anyway. Without an ATR there is nothing honest to write, so it refuses."""
+    if not atr or atr <= 0:
+        raise ModelError("the offline trader needs a positive atr_14 anchor; it invents no stop")
+    distance = 2 * atr
     if direction == "LONG":
         stop = max(entry - distance, entry * 0.01)
         target = entry + 2 * (entry - stop)

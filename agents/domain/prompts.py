@@ -10,6 +10,7 @@ as plain JSON for the offline model, which reasons over them and never reads the
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any, Literal
@@ -54,6 +55,8 @@ __all__ = [
     "signed",
     "technical_request",
     "trader_request",
+    "without_forecast",
+    "without_forecast_anchors",
 ]
 
 Side = Literal["bull", "bear"]
@@ -79,8 +82,8 @@ _JOBS: dict[str, str] = {
     "news": "You are the News Analyst. Rate how bullish or bearish the recent news is for the stock, by event class.",
     "sentiment": (
         "You are the Sentiment Analyst. Estimate the temperature of investor positioning from the "
-        "sentiment you are given; no options or FII/DII flows are given unless listed, so do not invent "
-        "them: lower your confidence instead."
+        "positioning data you are given; no options or FII/DII flows are given unless listed, so do not "
+        "invent them: lower your confidence instead. News tone is the News Analyst's vote, not yours."
     ),
     "technical": (
         "You are the Technical Analyst. Read trend (SMA/EMA stack), momentum (RSI, MACD), volatility "
@@ -228,6 +231,8 @@ def _macro_section(macro: Sequence[Mapping[str, Any]]) -> str:
 def _news_evidence(bundle: FeatureBundle) -> dict[str, Any]:
     news = bundle.news.model_dump(mode="json")
     news["items"] = news["items"][:MAX_HEADLINES]
+    # Flagged headlines carry instructions for a model: no request ever carries their text.
+    news.pop("flagged_headlines", None)
     return news
 
 
@@ -276,15 +281,21 @@ def news_request(bundle: FeatureBundle, *, memory_block: str = "") -> ModelReque
     return _request("news", bundle.symbol, AnalystNote, sections, evidence, memory_block=memory_block)
 
 
+def _positioning(bundle: FeatureBundle) -> dict[str, Any]:
+    """The sentiment block without news tone: that is the news analyst's vote, and handing it here
+    again would let one signal family vote twice in calibration."""
+    return {"positioning_feed_wired": bundle.sentiment.positioning_feed_wired}
+
+
 def sentiment_request(bundle: FeatureBundle, *, memory_block: str = "") -> ModelRequest:
-    sentiment = bundle.sentiment.model_dump(mode="json")
+    sentiment = _positioning(bundle)
     macro = _macro_evidence(bundle)
     evidence = {**_base_evidence(bundle), "sentiment": sentiment, "macro": macro}
     sections = [
         _header(bundle),
-        f"sentiment features: {_pairs(sentiment)}",
+        f"positioning features: {_pairs(sentiment)}",
         _macro_section(macro),
-        _task("sentiment", bundle.symbol, "Lean on the news-driven sentiment; no positioning flows are given."),
+        _task("sentiment", bundle.symbol, "Read investor positioning only; do not re-count news tone."),
     ]
     return _request("sentiment", bundle.symbol, AnalystNote, sections, evidence, memory_block=memory_block)
 
@@ -356,6 +367,57 @@ def _ordered(notes: Sequence[AnalystNote]) -> list[AnalystNote]:
     return sorted(notes, key=lambda note: order.get(note.role, len(order)))
 
 
+# The price forecast reaches two requests only: the technical analyst's (it weighs it as one piece
+# of evidence) and the trader's (through the anchors). The researchers and the manager judge the
+# panel, and a baseline drift repeated at every step would be counted again at each of them. So a
+# note that cites the forecast loses those parts before it travels on: whole subscores, points and
+# evidence items, and the clauses of its summary that mention it.
+FORECAST_ANCHOR_PREFIX = "forecast_"
+_FORECAST_WORDS = re.compile(r"forecast|baseline drift|expected (?:move|price)|price band", re.IGNORECASE)
+_CLAUSES = re.compile(r"(;\s+|(?<=[.!?])\s+)")
+
+
+def _mentions_forecast(text: str) -> bool:
+    return _FORECAST_WORDS.search(text) is not None
+
+
+def _summary_without_forecast(summary: str) -> str:
+    parts = _CLAUSES.split(summary)
+    kept = [
+        part + (parts[index + 1] if index + 1 < len(parts) else "")
+        for index, part in enumerate(parts)
+        if index % 2 == 0 and part.strip() and not _mentions_forecast(part)
+    ]
+    text = "".join(kept).strip().rstrip(";").strip()
+    if not text:
+        return "(the summary cited only the forecast; withheld)"
+    return text if text.endswith((".", "!", "?")) else f"{text}."
+
+
+def without_forecast(note: AnalystNote) -> AnalystNote:
+    """The note as the debate may read it: nothing in it cites the price forecast."""
+    texts = [note.summary, *note.key_points, *note.evidence, *note.subscores]
+    if not any(_mentions_forecast(text) for text in texts):
+        return note
+    return note.model_copy(
+        update={
+            "summary": _summary_without_forecast(note.summary),
+            "key_points": [point for point in note.key_points if not _mentions_forecast(point)],
+            "evidence": [item for item in note.evidence if not _mentions_forecast(item)],
+            "subscores": {name: score for name, score in note.subscores.items() if not _mentions_forecast(name)},
+        }
+    )
+
+
+def without_forecast_anchors(anchors: Mapping[str, float | int | None]) -> dict[str, float | int | None]:
+    return {key: value for key, value in anchors.items() if not key.startswith(FORECAST_ANCHOR_PREFIX)}
+
+
+def _panel(notes: Sequence[AnalystNote]) -> list[AnalystNote]:
+    """The notes in panel order, as the researchers and the manager may read them."""
+    return [without_forecast(note) for note in _ordered(notes)]
+
+
 def _note_numbers(note: AnalystNote) -> str:
     flag = " abstained" if note.abstained else ""
     return f"- {note.role}:{flag} stance={signed(note.stance)} confidence={fmt(note.confidence)}"
@@ -379,7 +441,7 @@ def case_request(
     side: Side, notes: Sequence[AnalystNote], bundle: FeatureBundle, *, memory_block: str = ""
 ) -> ModelRequest:
     """Pass 1: one side's notes with their numbers, and up to two key points from every analyst."""
-    ordered = _ordered(notes)
+    ordered = _panel(notes)
     own = [note for note in ordered if _is_on_side(note, side)]
     lean = "bullish (stance > 0)" if side == "bull" else "bearish (stance < 0)"
     own_text = "\n".join(_note_numbers(note) for note in own) or "(none: argue from the panel's data anyway)"
@@ -448,7 +510,8 @@ def bear_rebuttal_request(bear: BearCase, bull: BullCase, *, memory_block: str =
 
 
 def anchors_from_bundle(bundle: FeatureBundle) -> dict[str, float | int | None]:
-    """The deterministic levels the manager and trader may cite (prices are re-anchored by code)."""
+    """The deterministic levels the manager and trader may cite (prices are re-anchored by code).
+    The forecast keys are for the trader only; ``manager_request`` drops them."""
     technical = bundle.technical
     anchors: dict[str, float | int | None] = {
         "last_price": technical.last_close,
@@ -478,10 +541,11 @@ def manager_request(
     anchors: Mapping[str, float | int | None] | None = None,
     memory_block: str = "",
 ) -> ModelRequest:
-    """All notes and both rebutted cases; the levels (when given) let falsifiers cite real prices."""
-    ordered = _ordered(notes)
+    """All notes and both rebutted cases; the levels (when given) let falsifiers cite real prices.
+    Forecast anchors are dropped here: the forecast is the technical analyst's and the trader's."""
+    ordered = _panel(notes)
     symbol = bull.symbol
-    levels = dict(anchors or {})
+    levels = without_forecast_anchors(anchors or {})
     sections = [
         f"symbol={symbol}",
         "analyst panel:\n" + ("\n".join(_note_numbers(note) for note in ordered) or "(none)"),

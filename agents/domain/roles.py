@@ -70,6 +70,7 @@ __all__ = [
     "assemble_review",
     "build_cases",
     "judge",
+    "judged_cases",
     "memory_tags",
     "memory_text",
     "propose_thesis",
@@ -92,6 +93,7 @@ DEEP_CONVICTION = 0.75
 QUORUM = 3
 OFFLINE_PROVIDER = "offline"
 MODEL_USED_CHARS = 200
+MAX_POINT_CHARS = 400  # the schema's limit on one point
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 
 
@@ -148,27 +150,94 @@ def _pair(first: Callable[[], First], second: Callable[[], Second]) -> tuple[Fir
 # --- stage 2: analysts ---------------------------------------------------------------------------
 
 
+# The indicators the technical analyst cannot read a stance without: trend (SMA20), momentum (RSI 14,
+# the MACD histogram) and volatility (ATR 14). All four exist from the 34th bar (MACD's 26 + 9 - 1
+# warm-up is the longest), so a listing of a few weeks already gets a technical view; SMA50/200 are
+# not required, or the analyst would be silent for the first ten months. With any of them missing,
+# a stance would be one or two readings plus the forecast, which is not a technical view.
+TECHNICAL_MINIMUM: tuple[str, ...] = ("sma_20", "rsi_14", "macd_hist", "atr_14")
+
+
 def abstention(role: str, bundle: FeatureBundle) -> AnalystNote | None:
-    """The deterministic note for an analyst with nothing real to read, or None when it has data."""
-    if role == "sentiment" and not bundle.sentiment.positioning_feed_wired and not _has_news(bundle):
-        return _abstain(
-            "sentiment",
-            bundle.symbol,
-            "Abstaining: no options or FII/DII positioning feed is wired and there is no news to read sentiment from.",
-            ["positioning_feed_wired=false", f"news_items={bundle.sentiment.news_items}"],
-        )
-    if role == "fundamental" and not bundle.fundamentals.available:
-        return _abstain(
-            "fundamental",
-            bundle.symbol,
-            "Abstaining: no fundamentals source is wired, so no multiple is given and none is invented.",
-            ["fundamentals available=false"],
-        )
-    return None
+    """The deterministic note for an analyst with nothing real to read, or None when it has data.
+
+    ``abstained`` is decided here and only here: a model is asked only when this returns None, and
+    whatever it then says about abstaining is overwritten (``_model_vote``). An analyst with
+    nothing to read abstains rather than voting a stance of 0, because calibration counts votes."""
+    reader = _ABSTENTIONS.get(role)
+    return reader(bundle) if reader is not None else None
 
 
-def _has_news(bundle: FeatureBundle) -> bool:
-    return bundle.sentiment.news_sentiment is not None and bundle.sentiment.news_items > 0
+def _news_abstention(bundle: FeatureBundle) -> AnalystNote | None:
+    if bundle.news.unique_count > 0:
+        return None
+    flagged = len(bundle.news.flagged_headlines)
+    withheld = f" ({flagged} flagged headline(s) carrying instructions were kept out)" if flagged else ""
+    return _abstain(
+        "news",
+        bundle.symbol,
+        f"Abstaining: no headline in the {bundle.news.lookback_days}-day window{withheld}.",
+        [f"unique_count=0 over lookback_days={bundle.news.lookback_days}", f"flagged_headlines={flagged}"],
+    )
+
+
+def _sentiment_abstention(bundle: FeatureBundle) -> AnalystNote | None:
+    """Without a positioning feed the sentiment analyst always abstains, news or no news.
+
+    News tone is already the news analyst's vote. Re-reading the same headlines as "sentiment"
+    would put one signal family into calibration twice: two agreeing votes where there is one
+    piece of evidence, and a smaller haircut than the panel deserves."""
+    if bundle.sentiment.positioning_feed_wired:
+        return None
+    return _abstain(
+        "sentiment",
+        bundle.symbol,
+        "Abstaining: no options or FII/DII positioning feed is wired. News tone is the news analyst's vote "
+        "already; counting it here again would double one signal family in calibration.",
+        ["positioning_feed_wired=false", f"news_items={bundle.sentiment.news_items} (the news analyst's vote)"],
+    )
+
+
+def _technical_abstention(bundle: FeatureBundle) -> AnalystNote | None:
+    technical = bundle.technical
+    missing = [name for name in TECHNICAL_MINIMUM if getattr(technical, name) is None]
+    if not bundle.fallback and not missing:
+        return None
+    if bundle.fallback:
+        why = "the bundle is a fallback rebuilt from recent closes, so no indicator is trustworthy"
+    else:
+        why = f"{technical.bars_used} bars are too few for {', '.join(missing)}"
+    return _abstain(
+        "technical",
+        bundle.symbol,
+        f"Abstaining: {why}.",
+        [f"fallback={'true' if bundle.fallback else 'false'}", f"bars_used={technical.bars_used}"]
+        + [f"{name}=n/a" for name in missing],
+    )
+
+
+def _fundamental_abstention(bundle: FeatureBundle) -> AnalystNote | None:
+    if bundle.fundamentals.available:
+        return None
+    return _abstain(
+        "fundamental",
+        bundle.symbol,
+        "Abstaining: no fundamentals source is wired, so no multiple is given and none is invented.",
+        ["fundamentals available=false"],
+    )
+
+
+_ABSTENTIONS: dict[str, Callable[[FeatureBundle], AnalystNote | None]] = {
+    "news": _news_abstention,
+    "sentiment": _sentiment_abstention,
+    "technical": _technical_abstention,
+    "fundamental": _fundamental_abstention,
+}
+
+
+def _model_vote(note: AnalystNote, model: str) -> AnalystNote:
+    """A note a model wrote is a vote: code did not abstain, so the model's ``abstained`` is ignored."""
+    return note.model_copy(update={"model_used": model, "abstained": False})
 
 
 def _abstain(role: str, symbol: str, summary: str, evidence: list[str]) -> AnalystNote:
@@ -201,7 +270,7 @@ def _analyst(
         note, model = _ask(
             choice, request, AnalystNote, recorder=recorder, budget=budget, retry=retry, validate=validate
         )
-        note = note.model_copy(update={"model_used": model})
+        note = _model_vote(note, model)
         if note.confidence < CONFIDENCE_FLOOR and choice.client.provider != OFFLINE_PROVIDER:
             note = _self_critique(choice, request, note, recorder=recorder, budget=budget, retry=retry)
     except StageFailed as failure:
@@ -227,7 +296,7 @@ def _self_critique(
         )
     except StageFailed:
         return note
-    return reviewed.model_copy(update={"model_used": model})
+    return _model_vote(reviewed, model)
 
 
 def run_analysts(
@@ -351,7 +420,8 @@ def judge(
     retry: RetryPolicy | None = None,
 ) -> DebateResult:
     """The research manager on the deep tier. The model's conviction is kept in both fields; the
-    orchestrator calibrates ``conviction`` afterwards and leaves ``proposed_conviction`` for audit."""
+    orchestrator calibrates ``conviction`` afterwards and leaves ``proposed_conviction`` for audit.
+    ``rebuttals`` records which cases were judged, so code writes it from those cases."""
     request = manager_request(notes, bull, bear, anchors=anchors, memory_block=memory_block)
     result, _ = _ask(
         choice,
@@ -362,7 +432,16 @@ def judge(
         retry=retry,
         validate=_guard(bull.symbol),
     )
-    return result.model_copy(update={"proposed_conviction": result.conviction})
+    return result.model_copy(update={"proposed_conviction": result.conviction, "rebuttals": judged_cases(bull, bear)})
+
+
+def judged_cases(bull: BullCase, bear: BearCase) -> list[str]:
+    """One line per rebutted case the manager was handed: its side and its argument's first sentence."""
+    return [_clip(f"{side}: {_first_sentence(case.argument)}") for side, case in (("bull", bull), ("bear", bear))]
+
+
+def _clip(text: str, limit: int = MAX_POINT_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 # --- stage 6: trader -----------------------------------------------------------------------------

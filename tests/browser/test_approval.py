@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import pytest
 
+from trading.domain.risk import CHECK_NAMES
+
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
@@ -15,7 +17,7 @@ def test_an_approver_approves_a_thesis_and_the_position_appears_on_the_portfolio
 
     page.wait_for_selector("#price-chart[data-rendered=true]", timeout=20_000)
     assert page.locator("#price-chart .shapelayer path").count() >= 3  # entry, stop and target lines
-    assert page.locator("#risk li").count() == 7
+    assert page.locator("#risk li").count() == len(CHECK_NAMES)
     screenshot("thesis-page")
     page.fill("#comment", "clean trend, risk approved")
     page.click("button.approve")

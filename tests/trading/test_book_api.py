@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from rest_framework.test import APIClient
 
+from trading.domain.risk import CHECK_NAMES
 from trading.models import Order
 
 
@@ -18,7 +19,7 @@ def test_the_queue_and_a_thesis_are_readable_by_a_viewer(viewer, pending_thesis)
     detail = api.get(f"/api/theses/{pending_thesis.pk}/").json()
 
     assert listed["results"][0]["id"] == pending_thesis.pk
-    assert detail["status"] == "pending" and len(detail["risk_checks"]) == 7
+    assert detail["status"] == "pending" and len(detail["risk_checks"]) == len(CHECK_NAMES)
 
 
 def test_a_viewer_cannot_approve_over_the_api(viewer, pending_thesis):

@@ -68,6 +68,7 @@ def _bulk_theses(thesis, count: int) -> None:
     Thesis.objects.bulk_create(
         Thesis(
             run=run,
+            account_id=thesis.account_id,
             instrument=thesis.instrument,
             direction=thesis.direction,
             conviction=thesis.conviction,

@@ -63,9 +63,9 @@ def _approve_and_fill(thesis, approver, settings, *, policy="next_open", open_="
 
 
 def test_a_next_open_order_waits_for_the_next_bar_then_fills_with_slippage_and_costs(long_thesis, approver, settings):
-    settings.BROKER = {**settings.BROKER, "FILL_POLICY": "next_open", "SLIPPAGE_BPS": "10"}
-    Thesis.objects.filter(pk=long_thesis.pk).update(entry=long_thesis.run.instrument.bars.latest("date").close)
-    long_thesis.refresh_from_db()
+    # The hand-made levels sit far from the random walk's last close: the staleness guard is
+    # widened on purpose here, so the order can wait for a bar the test writes.
+    settings.BROKER = {**settings.BROKER, "FILL_POLICY": "next_open", "SLIPPAGE_BPS": "10", "STALE_ATR_MULTIPLE": 1000}
     cash_before = Account.objects.get().cash
 
     order = thesis_approve(thesis=long_thesis, user=approver)
@@ -197,9 +197,9 @@ def test_the_next_run_on_the_instrument_is_shown_the_lesson(long_thesis, approve
 
 
 def test_an_order_whose_fill_gaps_through_the_stop_is_cancelled_not_opened(long_thesis, approver, settings):
-    settings.BROKER = {**settings.BROKER, "FILL_POLICY": "next_open", "SLIPPAGE_BPS": "10"}
-    Thesis.objects.filter(pk=long_thesis.pk).update(entry=long_thesis.run.instrument.bars.latest("date").close)
-    long_thesis.refresh_from_db()
+    # The hand-made levels sit far from the random walk's last close: the staleness guard is
+    # widened on purpose here, so the order can wait for a bar the test writes.
+    settings.BROKER = {**settings.BROKER, "FILL_POLICY": "next_open", "SLIPPAGE_BPS": "10", "STALE_ATR_MULTIPLE": 1000}
     order = thesis_approve(thesis=long_thesis, user=approver)
     day = _next_day(long_thesis.run.as_of)
     _bar(long_thesis, day, open_="94.00", high="95.00", low="93.00", close="94.50")

@@ -8,6 +8,7 @@ from django.core.management import call_command
 from agents.domain import roles
 from agents.domain.llm import StageFailed
 from agents.models import ModelCall
+from trading.domain.risk import CHECK_NAMES
 from trading.models import PipelineRun, StageRun, Thesis
 from trading.pipeline import STAGES, pipeline_run_create, pipeline_run_execute
 
@@ -38,7 +39,7 @@ def test_an_offline_run_goes_from_features_to_a_sized_thesis(run):
     stop_distance = abs(thesis.entry - thesis.stop)
     assert float(stop_distance) == pytest.approx(2 * bundle["technical"]["atr_14"], abs=0.05)
     assert abs(thesis.target - thesis.entry) == 2 * stop_distance
-    assert len(thesis.risk_checks) == 7
+    assert len(thesis.risk_checks) == len(CHECK_NAMES)
     assert ModelCall.objects.filter(run=run, ok=True).count() >= 6
 
 
@@ -125,11 +126,13 @@ def test_a_replay_without_a_recording_fails_instead_of_guessing(run, instrument_
 
     finished = pipeline_run_execute(replay.pk)
 
-    # The two analysts that call a model cannot be answered; the two abstainers need no model.
-    assert finished.status == PipelineRun.Status.DEGRADED
+    # The one analyst that calls a model (no news, no fundamentals, no positioning feed: the other
+    # three abstain) cannot be answered, and nor can the debate: nothing is guessed.
+    assert finished.status == PipelineRun.Status.FAILED
     failures = _outputs(replay)["analysts"]["failures"]
-    assert set(failures) == {"news", "technical"}
+    assert set(failures) == {"technical"}
     assert all("ReplayMiss" in reason for reason in failures.values())
+    assert finished.failure_reason.startswith("debate:") and "ReplayMiss" in finished.failure_reason
 
 
 def test_the_command_prints_a_readable_summary(instrument_with_bars, capsys):

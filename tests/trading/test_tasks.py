@@ -64,6 +64,7 @@ def test_a_missed_day_is_caught_up_in_order_and_never_twice(pending_thesis, appr
         stop=Decimal("1"),
         target=Decimal("100000"),
         horizon_sessions=50,
+        quantity=10,  # a stop this far away risks ₹6,950 on 10 shares, inside the daily cap
     )
     pending_thesis.refresh_from_db()
     thesis_approve(thesis=pending_thesis, user=approver)

@@ -53,6 +53,15 @@ class RunOutput(serializers.Serializer):
     failure_reason = serializers.CharField()
     created_at = serializers.DateTimeField()
     finished_at = serializers.DateTimeField(allow_null=True)
+    is_replay = serializers.BooleanField(help_text="made by a history replay, not the live desk")
+
+
+class RunFilterInput(serializers.Serializer):
+    replay = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="include the runs of history replays (default false: live runs only)",
+    )
 
 
 class RunDetailOutput(RunOutput):
@@ -115,4 +124,16 @@ class PositionOutput(serializers.Serializer):
     closed_on = serializers.DateField(allow_null=True)
     exit_reason = serializers.CharField()
     realised_pnl = serializers.DecimalField(max_digits=18, decimal_places=2, allow_null=True)
+    exit_comment = serializers.CharField()
     is_replay = serializers.BooleanField()
+
+
+class PositionCloseInput(serializers.Serializer):
+    comment = serializers.CharField(
+        max_length=2000,
+        help_text="why the position is closed by hand (required)",
+        error_messages={
+            "required": "say why you close it by hand: a reason is required",
+            "blank": "say why you close it by hand: a reason is required",
+        },
+    )

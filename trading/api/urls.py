@@ -14,4 +14,5 @@ urlpatterns = [
     path("theses/<int:thesis_id>/approve/", views.ThesisApproveApi.as_view(), name="api-thesis-approve"),
     path("theses/<int:thesis_id>/reject/", views.ThesisRejectApi.as_view(), name="api-thesis-reject"),
     path("positions/", views.PositionListApi.as_view(), name="api-positions"),
+    path("positions/<int:position_id>/close/", views.PositionCloseApi.as_view(), name="api-position-close"),
 ]

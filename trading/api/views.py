@@ -16,13 +16,16 @@ from trading.api.serializers import (
     BarOutput,
     DecisionInput,
     InstrumentOutput,
+    PositionCloseInput,
     PositionOutput,
     RunDetailOutput,
+    RunFilterInput,
     RunOutput,
     RunStartInput,
     ThesisOutput,
 )
 from trading.approvals import APPROVE_PERMISSION, DecisionRefused, thesis_approve, thesis_reject
+from trading.broker import BrokerError, position_close_by_hand
 from trading.domain.features import NoPriceData
 from trading.domain.schemas import FeatureBundle
 from trading.models import DailyBar, Instrument, PipelineRun, Position, Thesis
@@ -90,10 +93,21 @@ class FeatureBundleApi(APIView):
 
 
 class RunListApi(generics.ListAPIView):
-    """List recent runs, or start runs (needs the start_run permission)."""
+    """List recent runs (live only unless ?replay=true), or start runs (needs the start_run permission)."""
 
     serializer_class = RunOutput
-    queryset = PipelineRun.objects.select_related("instrument").order_by("-created_at", "-id")
+
+    def get_queryset(self):
+        runs = PipelineRun.objects.select_related("instrument").order_by("-created_at", "-id")
+        if self.request.method != "GET":
+            return runs
+        filters = RunFilterInput(data=self.request.query_params)
+        filters.is_valid(raise_exception=True)
+        return runs if filters.validated_data["replay"] else runs.filter(is_replay=False)
+
+    @extend_schema(parameters=[RunFilterInput])
+    def get(self, request: Request, *args, **kwargs) -> Response:
+        return super().get(request, *args, **kwargs)
 
     @extend_schema(request=RunStartInput, responses={202: RunOutput(many=True)})
     def post(self, request: Request) -> Response:
@@ -123,7 +137,7 @@ class RunDetailApi(generics.RetrieveAPIView):
 
 class ThesisListApi(generics.ListAPIView):
     """The approval queue: ?status=pending (default) | approved | rejected | expired | risk_rejected | all,
-    ?symbol=, ?direction=, ?strategy=, ?min_conviction=."""
+    ?symbol=, ?direction=, ?strategy=, ?min_conviction=, ?replay=1 (include history replays' theses)."""
 
     serializer_class = ThesisOutput
 
@@ -181,3 +195,21 @@ class PositionListApi(generics.ListAPIView):
         if status := self.request.query_params.get("status"):
             positions = positions.filter(status=status)
         return positions.order_by("-opened_on", "-id")
+
+
+class PositionCloseApi(APIView):
+    """Close a live position by hand at the last close (approvers only). 400 without a reason; 409
+    with the reason when refused: a replay's position, a price older than the last session, already closed."""
+
+    @extend_schema(request=PositionCloseInput, responses={200: PositionOutput})
+    def post(self, request: Request, position_id: int) -> Response:
+        position = get_object_or_404(Position.objects.select_related("instrument", "account"), pk=position_id)
+        if not request.user.has_perm(APPROVE_PERMISSION):
+            raise PermissionDenied("only approvers can close a position")
+        params = PositionCloseInput(data=request.data)
+        params.is_valid(raise_exception=True)
+        try:
+            closed = position_close_by_hand(position=position, user=request.user, comment=params.validated_data["comment"])
+        except BrokerError as refusal:
+            return Response({"detail": refusal.reason}, status=409)
+        return Response(PositionOutput(closed).data)

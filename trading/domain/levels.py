@@ -75,21 +75,22 @@ def anchor_levels(
     - target: ``reward_multiple`` x the (rounded) stop distance past entry, rounded *toward*
       entry so the reward is never overstated. With whole multiples it is already on the grid.
 
-    The model's own levels are kept (``levels_source`` stays "model") when ATR is unknown, when
-    the ATR distance is under half a tick (it would round the stop onto entry), or when a LONG's
-    stop or a SHORT's target would land at or below zero: none of those gives a meaningful anchor, and a sound thesis
-    should not be rejected for it. ``validate_thesis`` still checks whatever levels come out.
+    The model's levels are never used. When no anchor can be set — ATR unknown, an ATR distance
+    under half a tick (it would round the stop onto entry), or a LONG's stop or a SHORT's target
+    at or below zero — it raises ``ThesisInvalid`` with the reason, and the run fails closed.
     """
     if last_price <= 0:
         raise ValueError(f"last_price must be positive, got {last_price}")
     if atr is None:
-        return thesis
+        raise ThesisInvalid("ATR is unknown: there is no volatility to set the stop from")
     if atr < 0:
         raise ValueError(f"atr must not be negative, got {atr}")
 
     stop_distance_raw = stop_atr_multiple * atr
     if round_to_tick(stop_distance_raw, tick) == 0:
-        return thesis
+        raise ThesisInvalid(
+            f"{stop_atr_multiple} x ATR ₹{atr} is under half a tick (₹{tick}): no stop can be placed off the entry"
+        )
 
     direction = thesis.direction
     side = _side(direction)
@@ -97,7 +98,10 @@ def anchor_levels(
     stop = round_to_tick(entry - side * stop_distance_raw, tick, mode=_away_from_entry(direction))
     target = round_to_tick(entry + side * reward_multiple * abs(entry - stop), tick, mode=_toward_entry(direction))
     if stop <= 0 or target <= 0:
-        return thesis
+        raise ThesisInvalid(
+            f"{stop_atr_multiple} x ATR ₹{atr} from ₹{entry} puts a level at or below zero "
+            f"(stop ₹{stop}, target ₹{target})"
+        )
     return thesis.model_copy(
         update={
             "entry": float(entry),
@@ -123,11 +127,8 @@ def _check_sides(direction: Direction, entry: Decimal, stop: Decimal, target: De
 def _check_stop_distance(
     entry: Decimal, stop: Decimal, *, atr: Decimal, max_stop_atr: Decimal, tick: Decimal | None
 ) -> None:
-    limit = max_stop_atr * atr
-    # When the ATR bound is narrower than one tick, no tradable stop can meet it; that is the
-    # sub-tick ATR case where anchoring kept the model's levels, so the bound says nothing.
-    if tick is not None and limit < tick:
-        return
+    # Anchoring rounds the stop away from entry by less than one tick, so the bound allows that tick.
+    limit = max_stop_atr * atr + (tick or Decimal(0))
     stop_distance = abs(entry - stop)
     if stop_distance > limit:
         raise ThesisInvalid(
@@ -144,11 +145,17 @@ def validate_thesis(
 ) -> None:
     """Raise ``ThesisInvalid`` unless the levels make a tradable geometry.
 
-    LONG needs stop < entry < target; SHORT needs target < entry < stop. When ATR is known the
-    stop may be at most ``max_stop_atr`` x ATR from entry. Pass ``tick`` to skip that distance
-    check when the bound is narrower than one tick (a sub-tick ATR, where no stop could meet it).
+    LONG needs stop < entry < target; SHORT needs target < entry < stop; the stop may be at most
+    ``max_stop_atr`` x ATR (plus the one tick that rounding away from entry may add) from entry,
+    and every price must sit on the ``tick`` grid when one is given. Without an ATR the bound
+    cannot be checked, so the thesis is invalid: the bound is never silently off.
     """
     entry, stop, target = _as_decimal(thesis.entry), _as_decimal(thesis.stop), _as_decimal(thesis.target)
     _check_sides(thesis.direction, entry, stop, target)
-    if atr is not None:
-        _check_stop_distance(entry, stop, atr=atr, max_stop_atr=max_stop_atr, tick=tick)
+    if atr is None:
+        raise ThesisInvalid("ATR is unknown, so the stop distance cannot be bounded")
+    _check_stop_distance(entry, stop, atr=atr, max_stop_atr=max_stop_atr, tick=tick)
+    if tick is not None:
+        for name, price in (("entry", entry), ("stop", stop), ("target", target)):
+            if price % tick != 0:
+                raise ThesisInvalid(f"{name} ₹{price} is off the tick grid of ₹{tick}")

@@ -1,17 +1,21 @@
 """News and sentiment features: event tags, a lexicon score, de-duplication and recency weights.
 
 Everything here is deterministic and reads no clock: the caller says what "now" is (``as_of``).
-Headlines are third-party text and may be hostile ("Ignore previous instructions and ..."). Here
-they are only data: they are classified and scored like any other headline and never dropped, so
-the agents' prompt layer (which fences them) sees exactly what the feed said.
+Headlines are third-party text and may be hostile ("Ignore previous instructions and ..."). A
+headline that carries instructions or speaks as the system or the assistant is flagged by
+``injection_reason`` and kept out of every score: it is not classified, scored, counted or shown
+to a model, only listed in ``NewsFeatures.flagged_headlines`` so a person sees it was there. What
+the detector misses is still only data, and the agents' prompt layer fences it.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import html
 import math
 import re
+import unicodedata
 from collections.abc import Sequence
 
 from trading.domain.schemas import (
@@ -30,6 +34,8 @@ __all__ = [
     "classify_event",
     "content_hash",
     "headline_sentiment",
+    "injection_reason",
+    "is_injection",
     "news_features",
     "normalise_headline",
     "recency_weight",
@@ -491,6 +497,68 @@ def headline_sentiment(headline: str) -> float:
     return math.tanh(sum(valences) / _SQUASH_SCALE)
 
 
+# --- injection attempts --------------------------------------------------------------------------
+
+# Each rule names a way a headline can address the reader (a model) instead of reporting news. They
+# run on the casefolded, NFKC-normalised headline with entities decoded and invisible characters
+# dropped, so "＜|im_start|＞" or "&lt;system&gt;" cannot slip past. They are kept narrow on purpose:
+# "Analysts rate RELIANCE a buy", "Buy or sell: ...", "RBI issues new instructions to banks" and
+# "Infosys bets on an AI-first future" are news and must stay in the score.
+_INSTRUCTION_NOUNS = r"(?:instructions?|prompts?|system prompt|guardrails|risk (?:limits|checks|rules))"
+_QUALIFIERS = r"(?:all|any|the|your|my|previous|prior|above|earlier|preceding|existing|these|those)"
+_INJECTION_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (reason, re.compile(pattern))
+    for reason, pattern in (
+        (
+            "tells the reader to ignore its instructions",
+            rf"\b(?:ignore|disregard|forget|override|bypass)\s+(?:{_QUALIFIERS}\s+){{0,2}}{_INSTRUCTION_NOUNS}\b"
+            rf"|\b(?:ignore|disregard|forget|override|bypass)\s+(?:{_QUALIFIERS}\s+){{1,2}}rules\b",
+        ),
+        ("speaks as the system or the assistant", r"^\W{0,3}(?:system|assistant|developer)\s*:"),
+        ("carries a chat-template or role marker", r"<\||\|>|\[/?inst\]|<</?sys>>|#{3,}|</?(?:system|assistant|user)>"),
+        ("carries the prompt fence marker", r"untrusted[\W_]{0,3}feed[\W_]{0,3}data"),
+        (
+            "tries to change the reader's role",
+            r"\byou are now\b|\bas an ai (?:language )?(?:model|assistant)\b"
+            r"|\b(?:admin|developer|god|jailbreak) mode\b",
+        ),
+        (
+            "orders a rating, a stance or an approval",
+            r"^(?:please\s+)?rate\s+(?!(?:cut|cuts|hike|hikes|decision|setting)\b)\S+(?:\s+\S+)?\s+(?:as\s+)?(?:an?\s+)?"
+            r"(?:strong\s+)?(?:buy|sell|outperform|overweight)\b"
+            r"|\bapprove\s+(?:all|every|any)\s+(?:trades?|orders?)\b"
+            r"|\bset\s+(?:the\s+|your\s+)?(?:stance|conviction|confidence)\b",
+        ),
+    )
+)
+# Upper-case role labels anywhere ("... SYSTEM: approve"): newsrooms do not write them mid-headline.
+_SHOUTED_ROLE = re.compile(r"\b(?:SYSTEM|ASSISTANT|DEVELOPER)\s*:")
+
+
+def _plain(headline: str) -> str:
+    decoded = headline
+    for _ in range(3):  # "&amp;lt;" needs two passes; each pass only shrinks the text
+        decoded = html.unescape(decoded)
+    visible = "".join(char for char in unicodedata.normalize("NFKC", decoded) if unicodedata.category(char) != "Cf")
+    return " ".join(visible.split())
+
+
+def injection_reason(headline: str) -> str | None:
+    """Why ``headline`` reads as a prompt-injection attempt, or None for ordinary news.
+
+    Deterministic and text-only: a flagged headline carries instructions for a model or speaks
+    as the system/assistant. The first matching rule gives the reason."""
+    plain = _plain(headline)
+    if _SHOUTED_ROLE.search(plain):
+        return "speaks as the system or the assistant"
+    folded = plain.casefold()
+    return next((reason for reason, pattern in _INJECTION_RULES if pattern.search(folded)), None)
+
+
+def is_injection(headline: str) -> bool:
+    return injection_reason(headline) is not None
+
+
 # --- feature assembly ----------------------------------------------------------------------------
 
 
@@ -560,14 +628,17 @@ def news_features(
     """Event-tagged, de-duplicated, recency-weighted news as seen at ``as_of``.
 
     ``raw_count`` counts the items inside the window before de-duplication, so it always equals
-    ``unique_count`` plus the folded duplicates. ``as_of`` and the ``published_at`` values must be
-    all timezone-aware or all naive.
+    ``unique_count`` plus the folded duplicates. Headlines flagged by ``injection_reason`` are
+    set aside first: they are in none of the counts, items, classes or sentiment, only in
+    ``flagged_headlines`` (newest first, each once). ``as_of`` and the ``published_at`` values
+    must be all timezone-aware or all naive.
     """
     if lookback_days < 0:
         raise ValueError(f"lookback_days must be >= 0, got {lookback_days}")
     if not half_life_days > 0:
         raise ValueError(f"half_life_days must be > 0, got {half_life_days}")
-    in_window = [item for item in items if _in_window(item, as_of, lookback_days)]
+    window = [item for item in items if _in_window(item, as_of, lookback_days)]
+    in_window = [item for item in window if not is_injection(item.headline)]
     features = [
         _item_feature(item, duplicates, as_of, half_life_days) for item, duplicates in _fold_duplicates(in_window)
     ]
@@ -583,7 +654,14 @@ def news_features(
         net_sentiment=_net_sentiment(features),
         by_class=by_class,
         items=features,
+        flagged_headlines=_flagged(window),
     )
+
+
+def _flagged(window: Sequence[NewsInput]) -> list[str]:
+    newest_first = sorted(window, key=lambda item: (item.published_at, item.headline), reverse=True)
+    flagged = [item.headline for item in newest_first if is_injection(item.headline)]
+    return list(dict.fromkeys(flagged))
 
 
 def sentiment_features(news: NewsFeatures) -> SentimentFeatures:

@@ -81,6 +81,11 @@ class NewsFeatures(_Frozen):
     net_sentiment: float = Field(ge=-1.0, le=1.0, description="recency-weighted mean sentiment")
     by_class: dict[str, int]
     items: list[NewsItemFeature]
+    # Defaulted so bundles stored before the injection detector existed still validate.
+    flagged_headlines: list[str] = Field(
+        default_factory=list,
+        description="headlines in the window that carry instructions for a model; kept out of every score",
+    )
 
 
 class SentimentFeatures(_Frozen):

@@ -4,17 +4,23 @@ from decimal import Decimal, InvalidOperation
 
 from django import template
 
-from trading.domain.risk import format_rupees
+from trading.domain.money import DEFAULT_CURRENCY, format_money
 
 register = template.Library()
 
 
 @register.filter
-def rupees(value) -> str:
-    """₹1,23,456.78: rupees grouped the Indian way; blank for no value."""
+def money(value, currency: str = DEFAULT_CURRENCY) -> str:
+    """{{ amount|money:instrument.currency }}: '₹1,23,456.78', '$1,234.50'; blank for no value."""
     if value is None or value == "":
         return ""
     try:
-        return format_rupees(Decimal(str(value)))
+        return format_money(Decimal(str(value)), currency or DEFAULT_CURRENCY)
     except InvalidOperation:
         return str(value)
+
+
+@register.filter
+def rupees(value) -> str:
+    """Kept for templates written before ``money``: the same as ``|money:"INR"``."""
+    return money(value, "INR")

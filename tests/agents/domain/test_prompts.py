@@ -57,7 +57,13 @@ def _bundle_numbers(value: Any) -> set[str]:
 
 
 def _full_bundle() -> FeatureBundle:
-    return make_bundle(BULLISH, items=[*GOOD_NEWS, headline(FORGED, days_ago=0.2)], fundamentals=FUNDAMENTALS)
+    """Two headlines and, in front, the forged one as if the injection detector had missed it: the
+    detector flags fence markers, and this is the layer behind it."""
+    assert make_bundle(items=[headline(FORGED, days_ago=0.2)]).news.flagged_headlines == [FORGED]
+    bundle = make_bundle(BULLISH, items=GOOD_NEWS, fundamentals=FUNDAMENTALS)
+    forged = bundle.news.items[0].model_copy(update={"headline": FORGED})
+    news = bundle.news.model_copy(update={"items": [forged, *bundle.news.items], "unique_count": 3, "raw_count": 3})
+    return bundle.model_copy(update={"news": news})
 
 
 @pytest.mark.parametrize("role", ANALYST_ROLES)
@@ -122,7 +128,8 @@ def test_the_memory_block_is_prepended_inside_the_fence_when_given() -> None:
 def test_sentiment_and_fundamental_prompts_carry_their_blocks_and_macro() -> None:
     bundle = _full_bundle()
     sentiment = analyst_request("sentiment", bundle).prompt
-    assert "positioning_feed_wired=false" in sentiment and "news_items=3" in sentiment
+    assert "positioning_feed_wired=false" in sentiment and "news_items" not in sentiment
+    assert "news_sentiment" not in sentiment  # news tone is the news analyst's vote only
     fundamental = analyst_request("fundamental", bundle).prompt
     assert "pe=12.50" in fundamental and "revenue_growth_pct=14.50" in fundamental
     for prompt in (sentiment, fundamental):

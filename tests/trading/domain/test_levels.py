@@ -69,11 +69,10 @@ def test_anchoring_leaves_the_original_thesis_untouched() -> None:
     assert (MODEL_LONG.entry, MODEL_LONG.levels_source) == (1230.0, "model")
 
 
-def test_a_sub_tick_atr_keeps_the_models_own_levels() -> None:
+def test_a_sub_tick_atr_fails_closed_instead_of_keeping_the_models_levels() -> None:
     # 2 x 0.01 = 0.02 is under half a tick: the stop would round back onto entry.
-    kept = anchor_levels(MODEL_LONG, last_price=Decimal("1234.56"), atr=Decimal("0.01"), tick=TICK)
-    assert kept == MODEL_LONG
-    assert kept.levels_source == "model"
+    with pytest.raises(ThesisInvalid, match="under half a tick"):
+        anchor_levels(MODEL_LONG, last_price=Decimal("1234.56"), atr=Decimal("0.01"), tick=TICK)
 
 
 def test_an_atr_worth_half_a_tick_still_anchors_one_tick_away() -> None:
@@ -81,21 +80,22 @@ def test_an_atr_worth_half_a_tick_still_anchors_one_tick_away() -> None:
     assert (anchored.entry, anchored.stop, anchored.target) == (100.0, 99.95, 100.1)
 
 
-def test_an_unknown_atr_keeps_the_models_own_levels() -> None:
-    kept = anchor_levels(MODEL_SHORT, last_price=Decimal("1234.56"), atr=None, tick=TICK)
-    assert kept == MODEL_SHORT
-    assert kept.levels_source == "model"
+def test_an_unknown_atr_fails_closed_instead_of_keeping_the_models_levels() -> None:
+    with pytest.raises(ThesisInvalid, match="ATR is unknown"):
+        anchor_levels(MODEL_SHORT, last_price=Decimal("1234.56"), atr=None, tick=TICK)
 
 
-def test_a_long_stop_that_would_fall_below_zero_keeps_the_models_own_levels() -> None:
+def test_a_long_stop_that_would_fall_below_zero_fails_closed() -> None:
     penny = thesis("LONG", entry=10.0, stop=8.0, target=14.0)
-    assert anchor_levels(penny, last_price=Decimal("10"), atr=Decimal("6"), tick=TICK) == penny
+    with pytest.raises(ThesisInvalid, match="at or below zero"):
+        anchor_levels(penny, last_price=Decimal("10"), atr=Decimal("6"), tick=TICK)
 
 
-def test_a_short_target_that_would_fall_below_zero_keeps_the_models_own_levels() -> None:
+def test_a_short_target_that_would_fall_below_zero_fails_closed() -> None:
     penny = thesis("SHORT", entry=10.0, stop=12.0, target=6.0)
     # stop 10 + 6 = 16, so a 2R target would be 10 - 12 = -2.
-    assert anchor_levels(penny, last_price=Decimal("10"), atr=Decimal("3"), tick=TICK) == penny
+    with pytest.raises(ThesisInvalid, match="at or below zero"):
+        anchor_levels(penny, last_price=Decimal("10"), atr=Decimal("3"), tick=TICK)
 
 
 def test_anchored_levels_pass_the_validator() -> None:
@@ -106,7 +106,7 @@ def test_anchored_levels_pass_the_validator() -> None:
 
 def test_a_stop_equal_to_entry_is_invalid() -> None:
     with pytest.raises(ThesisInvalid, match="stop equals entry"):
-        validate_thesis(thesis("LONG", entry=100.0, stop=100.0, target=110.0), atr=None)
+        validate_thesis(thesis("LONG", entry=100.0, stop=100.0, target=110.0), atr=Decimal("1"))
 
 
 @pytest.mark.parametrize(
@@ -139,13 +139,16 @@ def test_a_well_formed_short_is_valid() -> None:
     validate_thesis(thesis("SHORT", entry=1234.55, stop=1259.25, target=1185.15), atr=Decimal("12.34"))
 
 
-def test_without_an_atr_the_stop_distance_is_not_checked() -> None:
-    validate_thesis(thesis("LONG", entry=100.0, stop=50.0, target=200.0), atr=None)
+def test_without_an_atr_the_thesis_is_invalid_because_the_bound_cannot_be_checked() -> None:
+    with pytest.raises(ThesisInvalid, match="ATR is unknown"):
+        validate_thesis(thesis("LONG", entry=100.0, stop=50.0, target=200.0), atr=None)
 
 
-def test_a_sub_tick_atr_bound_is_skipped_when_the_tick_is_known() -> None:
-    # 4 x 0.01 = 0.04 is narrower than a 0.05 tick: no tradable stop could meet it, which is
-    # exactly when anchoring kept the model's own levels.
-    validate_thesis(MODEL_LONG, atr=Decimal("0.01"), tick=TICK)
+def test_a_price_off_the_tick_grid_is_invalid() -> None:
+    with pytest.raises(ThesisInvalid, match="off the tick grid"):
+        validate_thesis(thesis("LONG", entry=100.02, stop=99.0, target=102.0), atr=Decimal("1"), tick=TICK)
+
+
+def test_the_atr_bound_is_never_skipped_even_when_narrower_than_a_tick() -> None:
     with pytest.raises(ThesisInvalid, match="further than"):
-        validate_thesis(MODEL_LONG, atr=Decimal("0.01"))
+        validate_thesis(MODEL_LONG, atr=Decimal("0.01"), tick=TICK)

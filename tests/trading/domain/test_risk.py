@@ -53,7 +53,13 @@ def test_quantity_is_the_risk_budget_over_the_stop_distance_rounded_down() -> No
 
 
 def test_a_short_is_sized_from_the_distance_up_to_its_stop() -> None:
-    decision = evaluate(direction="SHORT", entry=Decimal("500.00"), stop=Decimal("527.35"), target=Decimal("445.30"))
+    decision = evaluate(
+        direction="SHORT",
+        entry=Decimal("500.00"),
+        stop=Decimal("527.35"),
+        target=Decimal("445.30"),
+        limits=replace(LIMITS, allow_short=True),
+    )
     # ₹10,000 / ₹27.35 = 365.6 -> 365 shares.
     assert decision.approved is True
     assert (decision.quantity, decision.risk_amount, decision.notional) == (
@@ -78,17 +84,92 @@ PORTFOLIO_CHANGES: list[tuple[str, dict[str, Any]]] = [
     ("size_nonzero", {"lot_size": 500}),
     ("daily_loss_cap", {"portfolio": replace(PORTFOLIO, realised_loss_today=Decimal("15000"))}),
     ("margin_sufficient", {"portfolio": replace(PORTFOLIO, available_cash=Decimal("100000"))}),
-    ("max_notional_pct", {"limits": replace(LIMITS, max_notional_pct=Decimal("10"))}),
+    ("max_notional_pct", {"limits": replace(LIMITS, max_notional_pct=Decimal("10"), max_instrument_pct=Decimal(20))}),
     ("max_positions", {"portfolio": replace(PORTFOLIO, open_positions=5)}),
     ("exposure_cap", {"portfolio": replace(PORTFOLIO, gross_exposure=Decimal("900000"))}),
+    ("instrument_concentration", {"portfolio": replace(PORTFOLIO, instrument_exposure=Decimal("100000"))}),
+    ("short_allowed", {"direction": "SHORT", "stop": Decimal("1060"), "target": Decimal("880")}),
 ]
 
 
 @pytest.mark.parametrize(("failing", "change"), PORTFOLIO_CHANGES, ids=[name for name, _ in PORTFOLIO_CHANGES])
-def test_each_check_can_reject_the_trade_on_its_own(failing: str, change: dict[str, Any]) -> None:
-    decision = evaluate(**change)
+def test_each_check_can_reject_a_fixed_size_on_its_own(failing: str, change: dict[str, Any]) -> None:
+    # A fixed size is what approval and fill re-check: nothing is resized there.
+    quantity = 0 if failing == "size_nonzero" else 166
+    decision = evaluate(quantity=quantity, **change)
     assert decision.approved is False
     assert decision.rejections == [failing]
+
+
+FITTING: list[tuple[str, dict[str, Any], int]] = [
+    # ₹5,000 of loss room / ₹60 = 83 shares.
+    ("daily_loss_cap", {"portfolio": replace(PORTFOLIO, realised_loss_today=Decimal("15000"))}, 83),
+    # ₹1,00,000 of cash / ₹1,000 = 100 shares.
+    ("margin_sufficient", {"portfolio": replace(PORTFOLIO, available_cash=Decimal("100000"))}, 100),
+    (
+        "max_notional_pct",
+        {"limits": replace(LIMITS, max_notional_pct=Decimal("10"), max_instrument_pct=Decimal(20))},
+        100,
+    ),
+    # ₹1,00,000 left under the exposure cap.
+    ("exposure_cap", {"portfolio": replace(PORTFOLIO, gross_exposure=Decimal("900000"))}, 100),
+    # 20% of capital for one instrument, ₹1,00,000 of it already used.
+    ("instrument_concentration", {"portfolio": replace(PORTFOLIO, instrument_exposure=Decimal("100000"))}, 100),
+]
+
+
+@pytest.mark.parametrize(("limit", "change", "fitted"), FITTING, ids=[name for name, _, _ in FITTING])
+def test_a_size_too_big_for_a_limit_is_cut_down_to_fit_and_says_so(
+    limit: str, change: dict[str, Any], fitted: int
+) -> None:
+    decision = evaluate(**change)
+    assert decision.approved is True, decision.rejections
+    assert decision.quantity == fitted
+    assert decision.sizing.startswith(f"sized down from 166 to {fitted} to fit {limit}")
+    assert decision.sizing in {check.name: check.detail for check in decision.checks}["size_nonzero"]
+
+
+def test_the_demo_case_of_a_notional_just_over_the_cap_is_sized_to_the_cap() -> None:
+    # The demo failed 6 of 12 theses on this check alone (₹2,03,058 against ₹2,00,000).
+    decision = evaluate(entry=Decimal("2030.55"), stop=Decimal("1930.55"), target=Decimal("2230.55"))
+    assert decision.approved is True
+    assert decision.quantity == 98 and decision.notional <= Decimal("200000")
+    assert "max_notional_pct" in decision.sizing
+
+
+NO_ROOM: list[tuple[str, dict[str, Any]]] = [
+    # Each leaves room for 50 shares; the risk budget asks for 166, one lot of 100.
+    ("daily_loss_cap", {"portfolio": replace(PORTFOLIO, realised_loss_today=Decimal("17000"))}),
+    ("margin_sufficient", {"portfolio": replace(PORTFOLIO, available_cash=Decimal("50000"))}),
+    ("max_notional_pct", {"limits": replace(LIMITS, max_notional_pct=Decimal("5"), max_instrument_pct=Decimal(20))}),
+    ("exposure_cap", {"portfolio": replace(PORTFOLIO, gross_exposure=Decimal("950000"))}),
+    ("instrument_concentration", {"portfolio": replace(PORTFOLIO, instrument_exposure=Decimal("150000"))}),
+]
+
+
+@pytest.mark.parametrize(("limit", "change"), NO_ROOM, ids=[name for name, _ in NO_ROOM])
+def test_a_limit_with_no_room_for_one_lot_rejects_and_names_itself(limit: str, change: dict[str, Any]) -> None:
+    decision = evaluate(lot_size=100, **change)
+    assert decision.approved is False
+    assert decision.quantity == 0
+    assert decision.rejections == ["size_nonzero", limit]
+    failing = {check.name: check.detail for check in decision.checks}[limit]
+    assert failing.startswith("no room for one lot")
+
+
+def test_a_short_is_refused_by_its_own_check_where_the_account_cannot_carry_one() -> None:
+    decision = evaluate(direction="SHORT", stop=Decimal("1060"), target=Decimal("880"))
+    assert decision.rejections == ["short_allowed"]
+    detail = {check.name: check.detail for check in decision.checks}["short_allowed"]
+    assert "cash delivery" in detail
+
+
+def test_working_orders_take_slots_and_cash_like_positions() -> None:
+    book = replace(PORTFOLIO, open_positions=3, working_orders=2)
+    decision = evaluate(portfolio=book)
+    assert decision.rejections == ["max_positions"]
+    detail = {check.name: check.detail for check in decision.checks}["max_positions"]
+    assert detail == "3 open position(s) + 2 working order(s) = 5 ≥ limit 5"
 
 
 @pytest.mark.parametrize(
@@ -103,19 +184,19 @@ def test_each_check_can_reject_the_trade_on_its_own(failing: str, change: dict[s
     ids=["long-target-below-entry", "long-stop-above-entry", "stop-on-entry", "short-with-long-levels", "negative"],
 )
 def test_a_degenerate_thesis_is_rejected_and_sized_at_zero(levels: dict[str, Any]) -> None:
-    decision = evaluate(**levels)
+    decision = evaluate(limits=replace(LIMITS, allow_short=True), **levels)
     # A thesis that cannot be traded gets no size, so size_nonzero necessarily fails with it;
     # every check that depends on the portfolio still passes at zero size.
     assert decision.rejections == ["degenerate_thesis", "size_nonzero"]
     assert (decision.quantity, decision.risk_amount, decision.notional) == (0, Decimal(0), Decimal(0))
 
 
-def test_all_seven_checks_are_reported_in_order_even_when_several_fail() -> None:
+def test_every_check_is_reported_in_order_even_when_several_fail() -> None:
     broke = replace(PORTFOLIO, available_cash=Decimal("0"), open_positions=9, realised_loss_today=Decimal("50000"))
-    decision = evaluate(portfolio=broke, target=Decimal("900"))
+    decision = evaluate(portfolio=broke, quantity=166)
     assert tuple(check.name for check in decision.checks) == CHECK_NAMES
-    assert len(CHECK_NAMES) == 7
-    assert decision.rejections == ["degenerate_thesis", "size_nonzero", "daily_loss_cap", "max_positions"]
+    assert len(CHECK_NAMES) == 9
+    assert decision.rejections == ["daily_loss_cap", "margin_sufficient", "max_positions"]
 
 
 @pytest.mark.parametrize(
@@ -134,11 +215,13 @@ def test_a_limit_that_is_met_exactly_still_passes(boundary: str, change: dict[st
 def test_a_profitable_day_does_not_widen_the_daily_loss_cap() -> None:
     in_profit = replace(PORTFOLIO, realised_loss_today=Decimal("-50000"))
     tight = replace(LIMITS, daily_loss_cap=Decimal("9000"))
-    assert evaluate(portfolio=in_profit, limits=tight).rejections == ["daily_loss_cap"]
+    assert evaluate(portfolio=in_profit, limits=tight, quantity=166).rejections == ["daily_loss_cap"]
 
 
 def test_details_state_the_numbers_in_rupees() -> None:
-    decision = evaluate(limits=replace(LIMITS, max_notional_pct=Decimal("10")))
+    decision = evaluate(
+        limits=replace(LIMITS, max_notional_pct=Decimal("10"), max_instrument_pct=Decimal(20)), quantity=166
+    )
     details = {check.name: check.detail for check in decision.checks}
     assert details["max_notional_pct"] == ("notional ₹1,66,000.00 > ₹1,00,000.00 (10% of capital ₹10,00,000.00)")
     assert details["daily_loss_cap"] == ("loss today ₹0.00 + trade risk ₹9,960.00 = ₹9,960.00 ≤ daily cap ₹20,000.00")

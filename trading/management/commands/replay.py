@@ -24,8 +24,24 @@ class Command(BaseCommand):
         parser.add_argument("--to", dest="end", required=True, type=dt.date.fromisoformat, help="YYYY-MM-DD")
         parser.add_argument("--approve", default="all", help="all | none | conviction>=X (default all)")
         parser.add_argument("--provider", default="offline", choices=PROVIDERS)
+        parser.add_argument(
+            "--lessons-to-live",
+            action="store_true",
+            help="also write the replay's review lessons into live memory (tagged replay=true); by default only "
+            "this replay's own runs recall them",
+        )
 
-    def handle(self, *args, strategy: str, start: dt.date, end: dt.date, approve: str, provider: str, **options):
+    def handle(
+        self,
+        *args,
+        strategy: str,
+        start: dt.date,
+        end: dt.date,
+        approve: str,
+        provider: str,
+        lessons_to_live: bool = False,
+        **options,
+    ):
         try:
             chosen = Strategy.objects.get(name=strategy)
         except Strategy.DoesNotExist:
@@ -41,7 +57,10 @@ class Command(BaseCommand):
         if not days:
             raise CommandError(f"no bars for {chosen.name}'s universe between {start} and {end}")
         bar = tqdm(total=len(days), unit="day", disable=options["verbosity"] == 0, file=self.stderr._out)
-        for day in replay_strategy(strategy=chosen, start=start, end=end, policy=policy, provider=provider):
+        days_run = replay_strategy(
+            strategy=chosen, start=start, end=end, policy=policy, provider=provider, lessons_to_live=lessons_to_live
+        )
+        for day in days_run:
             bar.set_postfix_str(f"{day.as_of} {day.decision} approved={day.approved} closed={day.closed}")
             bar.update()
         bar.close()
