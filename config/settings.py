@@ -268,7 +268,7 @@ CELERY_BEAT_SCHEDULE = {
 # backend. The variable once chose between two, so a leftover value other than "hybrid" stops here.
 if env_str("TRADING_MEMORY", "hybrid").lower() != "hybrid":
     raise ImproperlyConfigured(
-        f"TRADING_MEMORY={env_str('TRADING_MEMORY')!r} is not a memory backend: the only one is \"hybrid\" "
+        f'TRADING_MEMORY={env_str("TRADING_MEMORY")!r} is not a memory backend: the only one is "hybrid" '
         "(the ChromaDB backend was removed); unset TRADING_MEMORY."
     )
 
@@ -283,7 +283,7 @@ BROKER = {
     # A pending thesis can be approved for this long after it was made.
     "THESIS_TTL_MINUTES": env_int("DESK_THESIS_TTL_MINUTES", 24 * 60, minimum=1),
     # Approval is refused when the latest close has moved further than this many ATRs from the entry.
-    "STALE_ATR_MULTIPLE": env_float("DESK_STALE_ATR_MULTIPLE", 1.0, minimum=0.0),
+    "STALE_ATR_MULTIPLE": env_float("DESK_STALE_ATR_MULTIPLE", 1.0, minimum=0.01),
     "FILL_POLICY": env_str("DESK_FILL_POLICY", "next_open"),
     "SLIPPAGE_BPS": env_str("DESK_SLIPPAGE_BPS", "5"),
     # Overrides of the NSE delivery cost model, e.g. {"brokerage_flat": "20"}.

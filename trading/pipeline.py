@@ -301,6 +301,13 @@ def _stage_risk(ctx: RunContext) -> dict:
     thesis = TradeThesis.model_validate(ctx.outputs["trader"]["thesis"])
     with transaction.atomic():
         account = account_lock(account_for_run(run).pk)
+        if instrument.currency != account.currency:
+            # The limits are in the account's money; without an exchange rate a USD price against
+            # rupee capital would size the trade wrong by the whole rate.
+            raise StageFailed(
+                f"{instrument.symbol} trades in {instrument.currency} but the account {account.name!r} is in "
+                f"{account.currency}, and the desk has no exchange rate to size it with"
+            )
         held = _held(run, account)
         if held:
             return {"held": held}

@@ -73,7 +73,14 @@ def test_a_horizon_exit_pays_slippage_on_the_close(instrument_with_bars, account
     position = open_position(thesis, account, on=day)
     for close in ["101.00", "102.00", "101.50"]:
         day = next_session(day)
-        add_bar(instrument_with_bars, day, open_=close, high=str(Decimal(close) + 1), low=str(Decimal(close) - 1), close=close)
+        add_bar(
+            instrument_with_bars,
+            day,
+            open_=close,
+            high=str(Decimal(close) + 1),
+            low=str(Decimal(close) - 1),
+            close=close,
+        )
         broker.positions_mark(as_of=day)
 
     position.refresh_from_db()
@@ -121,7 +128,9 @@ def test_the_fill_days_range_does_not_close_the_position_exits_start_next_sessio
 
 
 def test_a_manual_close_without_a_reason_is_refused(instrument_with_bars, account, approver, ten_bps):
-    position = open_position(round_thesis(instrument_with_bars), account, on=instrument_with_bars.bars.latest("date").date)
+    position = open_position(
+        round_thesis(instrument_with_bars), account, on=instrument_with_bars.bars.latest("date").date
+    )
 
     with pytest.raises(broker.BrokerError, match="say why you close it by hand: a reason is required"):
         broker.position_close_by_hand(position=position, user=approver, comment="   ")
@@ -148,8 +157,7 @@ def test_a_manual_close_is_refused_when_the_instruments_price_is_older_than_the_
         broker.position_close_by_hand(position=position, user=approver, comment="news risk")
 
     assert refused.value.reason.startswith(
-        f"the last price of RELIANCE is from {last_own:%d %b %Y}, 3 sessions before the last session "
-        f"{day:%d %b %Y}"
+        f"the last price of RELIANCE is from {last_own:%d %b %Y}, 3 sessions before the last session {day:%d %b %Y}"
     )
     position.refresh_from_db()
     assert position.status == Position.Status.OPEN

@@ -62,7 +62,9 @@ def test_a_forged_close_of_a_replay_position_from_the_portfolio_page_is_refused(
 
     response = client.post(reverse("position_close", args=[replay_position.pk]), {"comment": "tidy"}, follow=True)
 
-    assert "Refused: position" in response.content.decode() and "belongs to a history replay" in response.content.decode()
+    assert (
+        "Refused: position" in response.content.decode() and "belongs to a history replay" in response.content.decode()
+    )
     replay_position.refresh_from_db()
     assert replay_position.status == Position.Status.OPEN
 

@@ -35,7 +35,9 @@ def _replay_loss(instrument, strategy):
     position = open_position(thesis, account, on=day)
     exit_day = next_session(day)
     add_bar(instrument, exit_day, open_="99.00", high="99.50", low="94.00", close="96.00")
-    return broker.position_close(position=position, price=Decimal("94.90"), on=exit_day, reason="stop", on_close=lambda p: None)
+    return broker.position_close(
+        position=position, price=Decimal("94.90"), on=exit_day, reason="stop", on_close=lambda p: None
+    )
 
 
 def _recalled(position, *, scopes=None) -> list[int]:
@@ -86,12 +88,20 @@ def test_a_live_run_never_sees_a_replays_memory_and_a_replays_run_sees_its_own(i
     as_of = instrument_with_bars.bars.latest("date").date
     account = replay_account(strategy.name)
     own = MemoryEntry.objects.create(
-        kind="review", symbol="RELIANCE", text="Breakout support failed.", created_on=as_of,
-        tags={"replay": "true"}, scope=f"replay:{account.pk}",
+        kind="review",
+        symbol="RELIANCE",
+        text="Breakout support failed.",
+        created_on=as_of,
+        tags={"replay": "true"},
+        scope=f"replay:{account.pk}",
     )
     other = MemoryEntry.objects.create(
-        kind="review", symbol="RELIANCE", text="Breakout support held.", created_on=as_of,
-        tags={"replay": "true"}, scope="replay:999999",
+        kind="review",
+        symbol="RELIANCE",
+        text="Breakout support held.",
+        created_on=as_of,
+        tags={"replay": "true"},
+        scope="replay:999999",
     )
     live = MemoryEntry.objects.create(kind="review", symbol="RELIANCE", text="Breakout faded.", created_on=as_of)
 

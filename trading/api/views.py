@@ -168,13 +168,15 @@ class _ThesisDecisionApi(APIView):
         except DecisionRefused as refusal:
             if not request.user.has_perm(APPROVE_PERMISSION):
                 raise PermissionDenied(refusal.reason) from None
-            return Response({"detail": refusal.reason}, status=409)
+            return Response({"detail": refusal.reason, "checks": refusal.checks}, status=409)
         thesis.refresh_from_db()
         return Response(ThesisOutput(thesis).data)
 
 
 class ThesisApproveApi(_ThesisDecisionApi):
-    """Approve (approvers only). 409 with the reason when refused: decided, expired, stale, risk-rejected."""
+    """Approve (approvers only). 409 with the reason when refused: decided, expired, stale, risk-rejected,
+    a replay's thesis, an instrument already live in the book, or a risk check that fails against the
+    live book now (``checks`` lists each failing check with its figures)."""
 
     decision = "approve"
 
@@ -209,7 +211,9 @@ class PositionCloseApi(APIView):
         params = PositionCloseInput(data=request.data)
         params.is_valid(raise_exception=True)
         try:
-            closed = position_close_by_hand(position=position, user=request.user, comment=params.validated_data["comment"])
+            closed = position_close_by_hand(
+                position=position, user=request.user, comment=params.validated_data["comment"]
+            )
         except BrokerError as refusal:
-            return Response({"detail": refusal.reason}, status=409)
+            return Response({"detail": refusal.reason, "checks": refusal.checks}, status=409)
         return Response(PositionOutput(closed).data)

@@ -12,6 +12,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Protocol
 
 from agents.domain.schemas import Direction
+from trading.domain.money import format_money
 
 __all__ = [
     "CHECK_NAMES",
@@ -172,7 +173,7 @@ def format_rupees(amount: Decimal) -> str:
 
 
 def _money(amount: Decimal, currency: str) -> str:
-    return format_rupees(amount) if currency == "INR" else f"{currency} {amount.quantize(PAISE, ROUND_HALF_UP):,f}"
+    return format_money(amount, currency)
 
 
 def _geometry_is_sound(direction: Direction, entry: Decimal, stop: Decimal, target: Decimal) -> bool:
