@@ -36,6 +36,7 @@ class BufferedRecorder:
         self._pending: list[CallRecord] = []
         self.tokens = 0
         self.cost = Decimal(0)
+        self.flushed_cost = Decimal(0)  # the part of ``cost`` already in the table
 
     def record(self, call: CallRecord) -> None:
         with self._lock:
@@ -46,6 +47,10 @@ class BufferedRecorder:
     def flush(self) -> int:
         with self._lock:
             pending, self._pending = self._pending, []
+            self.flushed_cost += sum(
+                (self.prices.cost(c.model, c.input_tokens, c.output_tokens, provider=c.provider) for c in pending),
+                Decimal(0),
+            )
         ModelCall.objects.bulk_create(
             ModelCall(
                 run_id=self.run_id,
@@ -73,7 +78,9 @@ class BufferedRecorder:
 
 class RunBudget:
     """Stops further calls once the run's tokens or the day's cost are spent. The stored totals
-    are read once (in the orchestrator's thread); calls made since are counted by the recorder."""
+    are read in the orchestrator's thread, at the start and again before every stage
+    (``refresh``), so other runs' spending is seen stage by stage; calls made since are counted
+    by the recorder."""
 
     # Providers whose calls cost nothing: their runs need not read the day's spend at all.
     FREE_PROVIDERS = frozenset({"offline", "replay", "ollama"})
@@ -84,7 +91,14 @@ class RunBudget:
         self.day_cost_limit = Decimal(str(settings.LLM["DAILY_COST_BUDGET"]))
         run_calls = ModelCall.objects.filter(run_id=run_id).aggregate(i=Sum("input_tokens"), o=Sum("output_tokens"))
         self.run_tokens_before = (run_calls["i"] or 0) + (run_calls["o"] or 0)
-        self.day_cost_before = Decimal(0) if provider in self.FREE_PROVIDERS else self._spent_today()
+        self.paid = provider not in self.FREE_PROVIDERS
+        self.day_cost_before = self._spent_today() if self.paid else Decimal(0)
+
+    def refresh(self) -> None:
+        """Read the day's spend again (the orchestrator calls this between stages). What this run
+        already flushed is in the table and in the recorder's count: it is taken out once."""
+        if self.paid:
+            self.day_cost_before = self._spent_today() - self.recorder.flushed_cost
 
     @staticmethod
     def _spent_today() -> Decimal:

@@ -27,7 +27,7 @@ from agents.domain.citations import check_citations
 from agents.domain.llm import BudgetExceeded, LatencyClient, ModelChoice, StageFailed
 from agents.domain.memory import format_memory_block
 from agents.domain.offline import OfflineModel
-from agents.domain.pricing import PriceTable
+from agents.domain.pricing import FREE_PROVIDERS, PriceTable
 from agents.domain.prompts import anchors_from_bundle
 from agents.domain.schemas import AnalystNote, DebateResult, TradeThesis
 from agents.providers.factory import PROVIDERS, ProviderSettings, build_llm_client
@@ -70,9 +70,35 @@ def _publish(run: PipelineRun, kind: str, **data: Any) -> None:
 # --- creating and claiming runs ---------------------------------------------------------------
 
 
+def provider_models(provider: str) -> tuple[str, str]:
+    """The default and deep model a provider's runs use."""
+    default_model, deep_model = DEFAULT_MODELS[provider]
+    if provider not in ("offline", "replay"):
+        # A real provider's model names are configurable; the offline and replay ones are not.
+        default_model = settings.LLM["DEFAULT_MODEL"] or default_model
+        deep_model = settings.LLM["DEEP_MODEL"] or deep_model
+    return default_model, deep_model
+
+
+def require_priced(provider: str) -> None:
+    """A paid provider's models must have a price, or the daily cost budget would count their
+    calls as free and never stop them."""
+    if provider in FREE_PROVIDERS:
+        return
+    table = PriceTable.from_mapping(settings.LLM.get("PRICES", {}))
+    unpriced = sorted({model for model in provider_models(provider) if not table.known(model)})
+    if unpriced and table.fallback is None:
+        raise ValueError(
+            f"{provider} model {', '.join(unpriced)} has no price, so the daily cost budget could not count its "
+            'calls: add it to LLM_PRICES (e.g. {"' + unpriced[0] + '": {"input": "3", "output": "15"}}, USD per '
+            'million tokens) or set a "*" fallback price'
+        )
+
+
 def pipeline_run_create(*, instrument: Instrument, as_of: dt.date, provider: str, user=None) -> PipelineRun:
     if provider not in PROVIDERS:
         raise ValueError(f"unknown provider {provider!r}; choose one of {', '.join(PROVIDERS)}")
+    require_priced(provider)
     run = PipelineRun.objects.create(
         instrument=instrument,
         as_of=as_of,
@@ -108,11 +134,7 @@ def _finish(run: PipelineRun, status: str, reason: str = "") -> None:
 
 
 def model_choice(provider: str, *, symbol: str) -> ModelChoice:
-    default_model, deep_model = DEFAULT_MODELS[provider]
-    if provider not in ("offline", "replay"):
-        # A real provider's model names are configurable; the offline and replay ones are not.
-        default_model = settings.LLM["DEFAULT_MODEL"] or default_model
-        deep_model = settings.LLM["DEEP_MODEL"] or deep_model
+    default_model, deep_model = provider_models(provider)
     client = build_llm_client(
         provider,
         settings=ProviderSettings.from_sources(settings.LLM, os.environ),
@@ -416,6 +438,7 @@ def pipeline_run_execute(run_id: int, *, stop_after: str | None = None) -> Pipel
     for stage in STAGES:
         if stage in done:
             continue
+        ctx.budget.refresh()
         record = _start_stage(run, stage)
         try:
             output = STAGE_FUNCTIONS[stage](ctx)

@@ -36,3 +36,29 @@ def test_a_viewer_sees_no_decision_buttons(log_in, live_server, page, viewer, pe
 
     assert page.locator("#decide").count() == 0
     assert page.locator("button.approve").count() == 0
+
+
+def test_approving_a_batch_past_max_positions_shows_the_refusal_and_its_figures(
+    log_in, live_server, page, screenshot, approver, settings
+):
+    from tests.trading.book_factory import SESSION, instrument_at, pending
+    from trading.models import Account, Order
+    from trading.portfolio import default_account
+
+    settings.BROKER = {**settings.BROKER, "FILL_POLICY": "next_open"}
+    account = default_account()
+    Account.objects.filter(pk=account.pk).update(max_positions=2)
+    theses = [pending(account, instrument_at(symbol), quantity=100) for symbol in ("ALPHA", "BRAVO", "CHARLIE")]
+    log_in("arjun")
+
+    for thesis in theses:
+        page.goto(f"{live_server.url}/theses/{thesis.pk}/?as_of={SESSION}")
+        page.fill("#comment", "morning batch")
+        page.click("button.approve")
+
+    message = page.locator(".messages").inner_text()
+    assert "Refused:" in message and "max_positions" in message
+    assert "0 open position(s) + 2 working order(s) = 2 ≥ limit 2" in message
+    assert page.locator("#thesis-status").inner_text().lower() == "pending"
+    screenshot("approval-refused-max-positions")
+    assert Order.objects.count() == 2
