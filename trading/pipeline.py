@@ -187,7 +187,15 @@ def _strategy_of(run: PipelineRun):
 
 def _stage_context(ctx: RunContext) -> dict:
     instrument = ctx.run.instrument
-    hits = recording.memory_search(_memory_query(instrument, ctx.bundle), symbol=instrument.symbol, as_of=ctx.run.as_of)
+    # A replay's run reads its own replay's lessons beside the live ones; a live run, live ones only.
+    # Named here from the run itself, so a replay run resumed by any worker reads the same memory.
+    replay_account = account_for_run(ctx.run).pk if ctx.run.is_replay else None
+    hits = recording.memory_search(
+        _memory_query(instrument, ctx.bundle),
+        symbol=instrument.symbol,
+        as_of=ctx.run.as_of,
+        scopes=recording.memory_scopes(replay_account_id=replay_account),
+    )
     strategy = _strategy_of(ctx.run)
     memory_block = format_memory_block(hits)
     if strategy is not None:

@@ -41,7 +41,7 @@ def test_a_viewer_sees_no_decision_buttons(log_in, live_server, page, viewer, pe
 def test_approving_a_batch_past_max_positions_shows_the_refusal_and_its_figures(
     log_in, live_server, page, screenshot, approver, settings
 ):
-    from tests.trading.book_factory import SESSION, instrument_at, pending
+    from tests.trading.book_rows import SESSION, instrument_at, pending
     from trading.models import Account, Order
     from trading.portfolio import default_account
 

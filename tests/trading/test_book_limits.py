@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 from django.urls import reverse
 
-from tests.trading.book_factory import SESSION, book_account, instrument_at, pending
+from tests.trading.book_rows import SESSION, book_account, instrument_at, pending
 from trading import broker
 from trading.approvals import DecisionRefused, thesis_approve
 from trading.models import Account, AuditEvent, Order, Position, Thesis

@@ -4,7 +4,6 @@ fill that took exposure past the cap, or cash below zero."""
 
 from __future__ import annotations
 
-import datetime as dt
 from decimal import Decimal
 
 from django.contrib.auth import get_user_model
@@ -12,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.django import TestCase
 
-from tests.trading.book_factory import SESSION, book_account, instrument_at, pending
+from tests.trading.book_rows import SESSION, book_account, instrument_at, next_session, pending
 from trading import broker
 from trading.approvals import DecisionRefused, thesis_approve
 from trading.models import Account, Order, Position, Thesis
@@ -31,13 +30,6 @@ close = st.tuples(st.just("close"), st.integers(0, 50))
 steps = st.lists(st.one_of(propose, propose, approve, approve_all, session, close), min_size=1, max_size=30)
 
 
-def _next_session(day: dt.date) -> dt.date:
-    day += dt.timedelta(days=1)
-    while day.weekday() >= 5:
-        day += dt.timedelta(days=1)
-    return day
-
-
 class BookUnderAnySequence(TestCase):
     def setUp(self) -> None:
         self.user = get_user_model().objects.create_user(username="approver")
@@ -48,7 +40,7 @@ class BookUnderAnySequence(TestCase):
         self.instruments = {symbol: instrument_at(symbol, "100.00") for symbol in SYMBOLS}
 
     def _bars_for_next_session(self, move_pct: int) -> None:
-        self.day = _next_session(self.day)
+        self.day = next_session(self.day)
         for symbol in SYMBOLS:
             self.prices[symbol] = (self.prices[symbol] * (100 + move_pct) / 100).quantize(Decimal("0.05"))
             instrument_at(symbol, str(self.prices[symbol]), day=self.day)

@@ -215,5 +215,5 @@ class PositionCloseApi(APIView):
                 position=position, user=request.user, comment=params.validated_data["comment"]
             )
         except BrokerError as refusal:
-            return Response({"detail": refusal.reason, "checks": refusal.checks}, status=409)
+            return Response({"detail": refusal.reason}, status=409)
         return Response(PositionOutput(closed).data)

@@ -348,32 +348,19 @@ def _check_positions(portfolio: PortfolioState, max_positions: int) -> RiskCheck
     return RiskCheck("max_positions", passed, f"{counted} {'<' if passed else '≥'} limit {max_positions}")
 
 
-def _check_exposure(
-    gross_exposure: Decimal, notional: Decimal, capital: Decimal, exposure_cap_pct: Decimal, currency: str
+def _check_cap(
+    name: str, what: str, held: Decimal, notional: Decimal, capital: Decimal, pct: Decimal, currency: str
 ) -> RiskCheck:
-    after = gross_exposure + notional
-    limit = capital * exposure_cap_pct / HUNDRED
-    passed = after <= limit
-    detail = (
-        f"gross exposure {_money(gross_exposure, currency)} + notional {_money(notional, currency)} = "
-        f"{_money(after, currency)} {'≤' if passed else '>'} {_money(limit, currency)} "
-        f"({_percent(exposure_cap_pct)} of capital {_money(capital, currency)})"
-    )
-    return RiskCheck("exposure_cap", passed, detail)
-
-
-def _check_instrument(
-    instrument_exposure: Decimal, notional: Decimal, capital: Decimal, pct: Decimal, currency: str
-) -> RiskCheck:
-    after = instrument_exposure + notional
+    """``held`` + this trade's notional against ``pct`` of capital (the exposure cap, one instrument's cap)."""
+    after = held + notional
     limit = capital * pct / HUNDRED
     passed = after <= limit
     detail = (
-        f"this instrument {_money(instrument_exposure, currency)} + notional {_money(notional, currency)} = "
+        f"{what} {_money(held, currency)} + notional {_money(notional, currency)} = "
         f"{_money(after, currency)} {'≤' if passed else '>'} {_money(limit, currency)} "
-        f"({_percent(pct)} of capital)"
+        f"({_percent(pct)} of capital {_money(capital, currency)})"
     )
-    return RiskCheck("instrument_concentration", passed, detail)
+    return RiskCheck(name, passed, detail)
 
 
 def _no_room(check: RiskCheck, room: _Room | None) -> RiskCheck:
@@ -442,8 +429,24 @@ def evaluate_risk(
         _check_margin(notional, portfolio, currency),
         _check_max_notional(notional, portfolio.capital, limits.max_notional_pct, currency),
         _check_positions(portfolio, limits.max_positions),
-        _check_exposure(portfolio.gross_exposure, notional, portfolio.capital, limits.exposure_cap_pct, currency),
-        _check_instrument(portfolio.instrument_exposure, notional, portfolio.capital, limits.instrument_pct, currency),
+        _check_cap(
+            "exposure_cap",
+            "gross exposure",
+            portfolio.gross_exposure,
+            notional,
+            portfolio.capital,
+            limits.exposure_cap_pct,
+            currency,
+        ),
+        _check_cap(
+            "instrument_concentration",
+            "this instrument",
+            portfolio.instrument_exposure,
+            notional,
+            portfolio.capital,
+            limits.instrument_pct,
+            currency,
+        ),
     )
     checks = tuple(_no_room(check, sizing.no_room) for check in checks)
     return RiskDecision(
