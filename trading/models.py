@@ -299,7 +299,9 @@ class Thesis(models.Model):
     risk_checks = models.JSONField(default=list)
     payload = models.JSONField(help_text="the TradeThesis as validated")
     warnings = models.JSONField(
-        default=list, blank=True, help_text="what code overruled or cut (a trader reply it did not follow, a size fitted)"
+        default=list,
+        blank=True,
+        help_text="what code overruled or cut (a trader reply it did not follow, a size fitted)",
     )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING, db_index=True)
     created_at = models.DateTimeField(auto_now_add=True)
