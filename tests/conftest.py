@@ -133,22 +133,36 @@ def _fresh_memory_index():
     memory_cache.reset()
 
 
-@pytest.fixture
-def pending_thesis(instrument_with_bars):
-    """A risk-approved thesis from a real offline run on the latest bar, waiting for a person."""
-    from trading.models import Account, Thesis
-    from trading.pipeline import pipeline_run_create, pipeline_run_execute
-    from trading.portfolio import default_account
+def make_roomy(account):
+    """Limits so a thesis passes every check whatever the random walk's volatility and whichever
+    side the debate takes."""
+    from trading.models import Account
 
-    account = default_account()
-    # Roomy limits so the thesis passes every check whatever the random walk's volatility and
-    # whichever side the debate takes.
     Account.objects.filter(pk=account.pk).update(
         max_notional_pct=Decimal("100"),
         exposure_cap_pct=Decimal("500"),
         max_instrument_pct=Decimal("100"),
         allow_short=True,
     )
+    account.refresh_from_db()
+    return account
+
+
+@pytest.fixture
+def roomy_account(db):
+    from trading.portfolio import default_account
+
+    return make_roomy(default_account())
+
+
+@pytest.fixture
+def pending_thesis(instrument_with_bars):
+    """A risk-approved thesis from a real offline run on the latest bar, waiting for a person."""
+    from trading.models import Thesis
+    from trading.pipeline import pipeline_run_create, pipeline_run_execute
+    from trading.portfolio import default_account
+
+    make_roomy(default_account())
     as_of = instrument_with_bars.bars.latest("date").date
     run = pipeline_run_create(instrument=instrument_with_bars, as_of=as_of, provider="offline")
     pipeline_run_execute(run.pk)

@@ -10,17 +10,10 @@ import pytest
 from agents.models import MemoryEntry
 from reviews.models import TradeReview
 from reviews.services import position_review
+from tests.trading.book_rows import next_session
 from trading import broker
 from trading.approvals import thesis_approve
 from trading.models import Account, AuditEvent, DailyBar, Order, Position, PositionMark, Thesis
-
-
-def _next_day(day: dt.date, n: int = 1) -> dt.date:
-    while n:
-        day += dt.timedelta(days=1)
-        if day.weekday() < 5:
-            n -= 1
-    return day
 
 
 def _bar(thesis: Thesis, day: dt.date, *, open_, high, low, close) -> DailyBar:
@@ -54,7 +47,7 @@ def _approve_and_fill(thesis, approver, settings, *, policy="next_open", open_="
     settings.BROKER = {**settings.BROKER, "FILL_POLICY": policy, "SLIPPAGE_BPS": "10"}
     # The next session's open is where a next-open order fills; the staleness guard reads the
     # latest close, so the test's bar stays close to the entry.
-    day = _next_day(thesis.run.as_of)
+    day = next_session(thesis.run.as_of)
     _bar(thesis, day, open_=open_, high="101.00", low="99.00", close="100.00")
     order = thesis_approve(thesis=thesis, user=approver)
     position = broker.order_try_fill(order=order, as_of=day)
@@ -71,7 +64,7 @@ def test_a_next_open_order_waits_for_the_next_bar_then_fills_with_slippage_and_c
     order = thesis_approve(thesis=long_thesis, user=approver)
     assert broker.order_try_fill(order=order) is None and order.status == Order.Status.WORKING
 
-    day = _next_day(long_thesis.run.as_of)
+    day = next_session(long_thesis.run.as_of)
     _bar(long_thesis, day, open_="100.00", high="101.00", low="99.00", close="100.50")
     position = broker.order_try_fill(order=order, as_of=day)
 
@@ -96,7 +89,7 @@ def test_a_next_open_order_waits_for_the_next_bar_then_fills_with_slippage_and_c
 
 def test_a_stop_hit_in_the_day_closes_at_the_stop_net_of_costs(long_thesis, approver, settings):
     position = _approve_and_fill(long_thesis, approver, settings)
-    day = _next_day(position.opened_on)
+    day = next_session(position.opened_on)
     _bar(long_thesis, day, open_="99.00", high="99.50", low="94.00", close="96.00")
 
     assert broker.positions_mark(as_of=day) == {"filled": 0, "closed": 1, "marked": 0}
@@ -110,7 +103,7 @@ def test_a_stop_hit_in_the_day_closes_at_the_stop_net_of_costs(long_thesis, appr
 
 def test_a_gap_through_the_stop_fills_at_the_open_not_the_stop(long_thesis, approver, settings):
     position = _approve_and_fill(long_thesis, approver, settings)
-    day = _next_day(position.opened_on)
+    day = next_session(position.opened_on)
     _bar(long_thesis, day, open_="90.00", high="91.00", low="89.00", close="90.50")
 
     broker.positions_mark(as_of=day)
@@ -121,7 +114,7 @@ def test_a_gap_through_the_stop_fills_at_the_open_not_the_stop(long_thesis, appr
 
 def test_a_target_hit_closes_at_the_target(long_thesis, approver, settings):
     position = _approve_and_fill(long_thesis, approver, settings)
-    day = _next_day(position.opened_on)
+    day = next_session(position.opened_on)
     _bar(long_thesis, day, open_="104.00", high="111.00", low="103.00", close="108.00")
 
     broker.positions_mark(as_of=day)
@@ -136,7 +129,7 @@ def test_a_position_is_marked_daily_then_closed_at_the_horizon(long_thesis, appr
     day = position.opened_on
     closes = ["101.00", "102.00", "101.50"]
     for close in closes:
-        day = _next_day(day)
+        day = next_session(day)
         _bar(long_thesis, day, open_=close, high=str(Decimal(close) + 1), low=str(Decimal(close) - 1), close=close)
         broker.positions_mark(as_of=day)
 
@@ -161,7 +154,7 @@ def test_a_manual_close_by_an_approver_is_audited_and_cannot_happen_twice(long_t
 
 def test_the_review_states_facts_from_code_and_feeds_memory(long_thesis, approver, settings):
     position = _approve_and_fill(long_thesis, approver, settings)
-    day = _next_day(position.opened_on)
+    day = next_session(position.opened_on)
     _bar(long_thesis, day, open_="99.00", high="99.50", low="94.00", close="96.00")
     broker.positions_mark(as_of=day)
     position.refresh_from_db()
@@ -182,7 +175,7 @@ def test_the_next_run_on_the_instrument_is_shown_the_lesson(long_thesis, approve
     from trading.pipeline import pipeline_run_create, pipeline_run_execute
 
     position = _approve_and_fill(long_thesis, approver, settings)
-    day = _next_day(position.opened_on)
+    day = next_session(position.opened_on)
     _bar(long_thesis, day, open_="99.00", high="99.50", low="94.00", close="96.00")
     broker.positions_mark(as_of=day)
     position.refresh_from_db()
@@ -201,7 +194,7 @@ def test_an_order_whose_fill_gaps_through_the_stop_is_cancelled_not_opened(long_
     # widened on purpose here, so the order can wait for a bar the test writes.
     settings.BROKER = {**settings.BROKER, "FILL_POLICY": "next_open", "SLIPPAGE_BPS": "10", "STALE_ATR_MULTIPLE": 1000}
     order = thesis_approve(thesis=long_thesis, user=approver)
-    day = _next_day(long_thesis.run.as_of)
+    day = next_session(long_thesis.run.as_of)
     _bar(long_thesis, day, open_="94.00", high="95.00", low="93.00", close="94.50")
 
     assert broker.order_try_fill(order=order, as_of=day) is None

@@ -14,9 +14,8 @@ from agents.domain.llm import ModelChoice
 from agents.domain.offline import OfflineModel
 from agents.domain.schemas import ModelReply, ModelRequest
 from trading.approvals import thesis_approve
-from trading.models import Account, Instrument, PipelineRun, StageRun, Thesis
+from trading.models import Instrument, PipelineRun, StageRun, Thesis
 from trading.pipeline import pipeline_run_create, pipeline_run_execute
-from trading.portfolio import default_account
 
 
 class HostileTrader:
@@ -45,18 +44,6 @@ class HostileTrader:
             levels_source="atr-anchor",
         )
         return reply.model_copy(update={"text": json.dumps(thesis)})
-
-
-@pytest.fixture
-def roomy_account(db) -> Account:
-    account = default_account()
-    Account.objects.filter(pk=account.pk).update(
-        max_notional_pct=Decimal("100"),
-        exposure_cap_pct=Decimal("500"),
-        max_instrument_pct=Decimal("100"),
-        allow_short=True,
-    )
-    return account
 
 
 def _run(instrument: Instrument) -> PipelineRun:
