@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable, Iterable
 from decimal import Decimal
 
 from django.conf import settings
@@ -179,11 +177,6 @@ class _MemoryCache:
 
 memory_cache = _MemoryCache()
 
-# The scopes a search reads when its caller names none: live lessons only. A history replay sets
-# its own (see ``memory_reading``) around the runs it executes in process.
-_reading: ContextVar[tuple[str, ...]] = ContextVar("memory_reading", default=(LIVE_SCOPE,))
-
-
 def memory_scopes(*, replay_account_id: int | None = None) -> tuple[str, ...]:
     """What a run recalls. Live: live lessons only. A replay: the live lessons (``as_of`` still
     hides those written after the replayed day) and its own replay's, never another replay's."""
@@ -192,20 +185,9 @@ def memory_scopes(*, replay_account_id: int | None = None) -> tuple[str, ...]:
     return (LIVE_SCOPE, replay_scope(replay_account_id))
 
 
-@contextmanager
-def memory_reading(scopes: Iterable[str]) -> Iterator[None]:
-    """Searches made inside the block (in this thread or context) read ``scopes`` by default."""
-    token = _reading.set(tuple(scopes))
-    try:
-        yield
-    finally:
-        _reading.reset(token)
-
-
 def memory_search(
-    query: str, *, symbol: str, as_of: dt.date, k: int = 5, scopes: Iterable[str] | None = None
+    query: str, *, symbol: str, as_of: dt.date, k: int = 5, scopes: Iterable[str] = (LIVE_SCOPE,)
 ) -> list[MemoryHit]:
-    """The k most relevant lessons as of ``as_of`` within ``scopes`` (default: live, or the
-    replay's scopes inside ``memory_reading``)."""
-    chosen = tuple(scopes) if scopes is not None else _reading.get()
-    return memory_cache.refresh().search(query, k=k, symbol=symbol, as_of=as_of, scopes=chosen)
+    """The k most relevant lessons as of ``as_of`` within ``scopes`` (live lessons unless the
+    caller names a replay's scopes: see ``memory_scopes``)."""
+    return memory_cache.refresh().search(query, k=k, symbol=symbol, as_of=as_of, scopes=tuple(scopes))

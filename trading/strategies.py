@@ -20,7 +20,6 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from agents import recording
 from agents.domain.memory import replay_scope
 from trading import broker
 from trading.approvals import DecisionRefused, thesis_approve
@@ -260,7 +259,6 @@ def replay_strategy(
     account = replay_account(strategy.name)
     approver = _policy_user()
     review = partial(_review_or_record, lessons_to_live=lessons_to_live)
-    scopes = recording.memory_scopes(replay_account_id=account.pk)
     for day in replay_sessions(strategy, start, end):
         book = broker.positions_mark(as_of=day, account=account, on_close=review)
         strategy_run = StrategyRun.objects.create(strategy=strategy, as_of=day, is_replay=True)
@@ -270,8 +268,7 @@ def replay_strategy(
                 continue
             run = pipeline_run_create(instrument=instrument, as_of=day, provider=provider)
             PipelineRun.objects.filter(pk=run.pk).update(strategy_run=strategy_run, is_replay=True)
-            with recording.memory_reading(scopes):
-                pipeline_run_execute(run.pk)
+            pipeline_run_execute(run.pk)  # it reads its replay's memory scopes from the run itself
             runs.append(run.pk)
         approved, refused = 0, []
         for thesis in Thesis.objects.filter(run_id__in=runs).select_related("instrument", "run").order_by("id"):

@@ -8,12 +8,12 @@ import pytest
 from django.core.management import call_command
 
 from agents import recording
-from agents.domain.memory import format_memory_block
+from agents.domain.memory import LIVE_SCOPE, format_memory_block
 from agents.models import MemoryEntry
 from reviews.services import position_review
 from tests.trading.book_rows import add_bar, next_session, open_position, round_thesis
 from trading import broker
-from trading.models import Strategy
+from trading.models import PipelineRun, Strategy, StrategyRun
 from trading.pipeline import pipeline_run_create, pipeline_run_execute
 from trading.portfolio import replay_account
 from trading.strategies import replay_clear
@@ -40,7 +40,7 @@ def _replay_loss(instrument, strategy):
     )
 
 
-def _recalled(position, *, scopes=None) -> list[int]:
+def _recalled(position, *, scopes: tuple[str, ...] = (LIVE_SCOPE,)) -> list[int]:
     hits = recording.memory_search(
         "RELIANCE LONG stop", symbol="RELIANCE", as_of=position.closed_on, k=10, scopes=scopes
     )
@@ -105,14 +105,16 @@ def test_a_live_run_never_sees_a_replays_memory_and_a_replays_run_sees_its_own(i
     )
     live = MemoryEntry.objects.create(kind="review", symbol="RELIANCE", text="Breakout faded.", created_on=as_of)
 
-    def recalled_by_run() -> set[int]:
+    def recalled_by_run(*, replay: bool) -> set[int]:
         run = pipeline_run_create(instrument=instrument_with_bars, as_of=as_of, provider="offline")
+        if replay:
+            strategy_run = StrategyRun.objects.create(strategy=strategy, as_of=as_of, is_replay=True)
+            PipelineRun.objects.filter(pk=run.pk).update(strategy_run=strategy_run, is_replay=True)
         pipeline_run_execute(run.pk)
         return set(run.stages.get(stage="context").output["memory_ids"])
 
-    live_run = recalled_by_run()
-    with recording.memory_reading(recording.memory_scopes(replay_account_id=account.pk)):
-        replay_run = recalled_by_run()
+    live_run = recalled_by_run(replay=False)
+    replay_run = recalled_by_run(replay=True)
 
     assert live.pk in live_run and own.pk not in live_run and other.pk not in live_run
     assert {live.pk, own.pk} <= replay_run and other.pk not in replay_run
