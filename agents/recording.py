@@ -22,6 +22,7 @@ from agents.domain.pricing import PriceTable
 from agents.domain.schemas import ModelReply
 from agents.models import MemoryEntry, ModelCall
 from agents.providers.replay import prompt_key
+from agents.redaction import redact_secrets
 
 
 class BufferedRecorder:
@@ -60,13 +61,13 @@ class BufferedRecorder:
                 prompt_key=prompt_key(c.role, c.system, c.prompt),
                 system=c.system,
                 prompt=c.prompt,
-                reply=c.reply,
+                reply=redact_secrets(c.reply),  # a reply or an error may echo a credential
                 input_tokens=c.input_tokens,
                 output_tokens=c.output_tokens,
                 cost=self.prices.cost(c.model, c.input_tokens, c.output_tokens, provider=c.provider),
                 latency_ms=c.latency_ms,
                 ok=c.ok,
-                error=c.error,
+                error=redact_secrets(c.error),
                 attempt=c.attempt,
             )
             for c in pending

@@ -8,6 +8,7 @@ real engines when ``DATABASE_URL`` / ``REDIS_URL`` are set.
 
 from __future__ import annotations
 
+import datetime as dt
 import secrets
 from pathlib import Path
 
@@ -19,7 +20,10 @@ from config.env import env_bool, env_float, env_int, env_json, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("DESK_DATA_DIR", str(BASE_DIR / "var"))).resolve()
-DATA_DIR.mkdir(parents=True, exist_ok=True)
+DATA_DIR.mkdir(parents=True, exist_ok=True, mode=0o700)
+# The SQLite database, the secret key and the broker's messages live here: the desk's user only.
+# Also tightened when the folder already exists (mkdir's mode applies only to a new one).
+DATA_DIR.chmod(0o700)
 
 DEBUG = env_bool("DEBUG", False)
 
@@ -51,7 +55,9 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "rest_framework",
-    "rest_framework.authtoken",
+    "knox",  # API tokens: hashed at rest, expiring (replaces rest_framework.authtoken)
+    "axes",  # log-in lock-out
+    "csp",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "channels",
@@ -59,10 +65,12 @@ INSTALLED_APPS = [
     "agents",
     "reviews",
     "research",
+    "security",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -71,6 +79,8 @@ MIDDLEWARE = [
     "config.middleware.DeskLoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as axes asks: it turns a lock-out flagged during authentication into the lock-out page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -93,22 +103,41 @@ TEMPLATES = [
 ]
 
 # --- Database ---------------------------------------------------------------------------------
+# Workers are other processes (and threads within them): WAL lets them read while another writes,
+# and IMMEDIATE transactions take the write lock up front, waiting for it, instead of failing
+# mid-way ("database is locked") when another connection committed since the transaction read.
+SQLITE_OPTIONS = {
+    "timeout": 30,
+    "transaction_mode": "IMMEDIATE",
+    "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+}
 DATABASE_URL = env_str("DATABASE_URL")
 if DATABASE_URL:
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60))}
+    # Persistent connections leak under ASGI: each request runs in a thread of its own whose
+    # connection is neither reused nor closed (one daphne held 50 after a 50-client burst). Each
+    # process pools its connections instead, which needs CONN_MAX_AGE=0; DB_POOL_MAX_SIZE=0 turns
+    # the pool off (e.g. behind PgBouncer) and a connection then lives for one request.
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+        # The same file semantics as the default database (a test's worker is pointed at it this way).
+        DATABASES["default"]["OPTIONS"] = {**SQLITE_OPTIONS, **DATABASES["default"].get("OPTIONS", {})}
+    DB_POOL_MAX_SIZE = env_int("DB_POOL_MAX_SIZE", 10, minimum=0)
+    if DB_POOL_MAX_SIZE and DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+            "min_size": min(env_int("DB_POOL_MIN_SIZE", 2, minimum=0), DB_POOL_MAX_SIZE),
+            "max_size": DB_POOL_MAX_SIZE,
+            # A request waits this long for a free connection before failing, rather than queueing forever.
+            "timeout": env_float("DB_POOL_TIMEOUT", 10.0, minimum=0.1),
+            # Connections idle this long are closed, one per interval, down to min_size.
+            "max_idle": env_float("DB_POOL_MAX_IDLE", 600.0, minimum=1.0),
+        }
 else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": DATA_DIR / "desk.sqlite3",
-            # The worker is another process: WAL lets it read while the web server writes, and
-            # IMMEDIATE transactions take the write lock up front instead of failing mid-way.
-            "OPTIONS": {
-                "timeout": 30,
-                "transaction_mode": "IMMEDIATE",
-                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-            },
+            "OPTIONS": dict(SQLITE_OPTIONS),
             # A file, not memory, so a real worker process can open the test database too.
             "TEST": {"NAME": str(DATA_DIR / "test.sqlite3")},
         }
@@ -129,6 +158,88 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "login"
 
+# --- Security -----------------------------------------------------------------------------------
+# HTTPS: one switch for a desk served over TLS (redirects, secure cookies, HSTS); off by default so a
+# laptop over plain http keeps working. Behind a reverse proxy that terminates TLS, DESK_BEHIND_PROXY
+# trusts its X-Forwarded-Proto and the last DESK_PROXY_COUNT entries of X-Forwarded-For (entries
+# further left are written by the client, so a lock-out or throttle never reads them).
+DESK_HTTPS = env_bool("DESK_HTTPS", False)
+DESK_BEHIND_PROXY = env_bool("DESK_BEHIND_PROXY", False)
+DESK_PROXY_COUNT = env_int("DESK_PROXY_COUNT", 1, minimum=1) if DESK_BEHIND_PROXY else 0
+SECURE_SSL_REDIRECT = DESK_HTTPS
+SESSION_COOKIE_SECURE = DESK_HTTPS
+CSRF_COOKIE_SECURE = DESK_HTTPS
+SECURE_HSTS_SECONDS = env_int("DESK_HSTS_SECONDS", 365 * 24 * 3600, minimum=0) if DESK_HTTPS else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DESK_HSTS_INCLUDE_SUBDOMAINS", True)
+SECURE_HSTS_PRELOAD = env_bool("DESK_HSTS_PRELOAD", False)
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if DESK_BEHIND_PROXY else None
+if not SECURE_HSTS_PRELOAD:
+    # Preloading is a separate, slow-to-undo submission to the browsers' lists, and the header's flag
+    # lets anyone submit the domain: leaving it off is a decision, so the check suggesting it is silenced.
+    SILENCED_SYSTEM_CHECKS = ["security.W021"]
+
+# Content-Security-Policy (django-csp; Django 5.2 has none built in). No inline script: pages load
+# their scripts from static files and pass data in json_script blocks. Styles allow 'unsafe-inline'
+# because Plotly writes its chart styles into <style> rules at run time (and Swagger UI's page has
+# an inline <style>); a style cannot run code.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],  # Plotly's and Swagger UI's icons are data: URIs
+        "connect-src": ["'self'"],  # the run page's fetch and its websocket ('self' covers ws/wss to the same host)
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+        "upgrade-insecure-requests": DESK_HTTPS,
+    }
+}
+
+# Log-in lock-out (django-axes): DESK_LOGIN_FAILURE_LIMIT wrong passwords for one username from one
+# address lock that pair out for DESK_LOGIN_COOLOFF_MINUTES; other users and addresses are unaffected.
+AUTHENTICATION_BACKENDS = ["security.backends.LockoutBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env_int("DESK_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = dt.timedelta(minutes=env_int("DESK_LOGIN_COOLOFF_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+# Failures during a lock-out are not counted, so the time the page gives stays true.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_LOCKOUT_CALLABLE = "security.lockout.lockout_response"
+AXES_CLIENT_IP_CALLABLE = "security.throttles.client_address"
+AXES_HTTP_RESPONSE_CODE = 429
+
+# API tokens (django-rest-knox): stored as SHA-512 hashes, expire after API_TOKEN_TTL_HOURS, and
+# are revoked when their user's password changes (security.tokens).
+API_TOKEN_TTL_HOURS = env_float("API_TOKEN_TTL_HOURS", 10.0, minimum=0.01)
+REST_KNOX = {"TOKEN_TTL": dt.timedelta(hours=API_TOKEN_TTL_HOURS), "AUTH_HEADER_PREFIX": "Token", "AUTO_REFRESH": False}
+
+
+def _rate(name: str, default: str) -> str:
+    value = env_str(name, default)
+    count, _, period = value.partition("/")
+    if not count.isdigit() or period[:1] not in ("s", "m", "h", "d"):
+        raise ImproperlyConfigured(f"{name}={value!r} is not a rate such as 10/min (per s, min, hour or day).")
+    return value
+
+
+# API throttles, counted in the "throttle" cache: Redis when configured, so every web process shares one count.
+API_THROTTLE_RATES = {
+    "anon": _rate("API_ANON_RATE", "60/min"),
+    "user": _rate("API_USER_RATE", "1200/min"),
+    "token": _rate("API_TOKEN_RATE", "10/min"),  # each request is a password guess
+}
+_THROTTLE_REDIS = env_str("REDIS_URL")
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "throttle": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": _THROTTLE_REDIS, "KEY_PREFIX": "desk"}
+        if _THROTTLE_REDIS
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "desk-throttle"}
+    ),
+}
+
 # --- Locale -------------------------------------------------------------------------------------
 LANGUAGE_CODE = "en-gb"
 TIME_ZONE = env_str("DESK_TIME_ZONE", "Asia/Kolkata")
@@ -148,10 +259,16 @@ STORAGES = {
 
 # --- REST API -----------------------------------------------------------------------------------
 REST_FRAMEWORK = {
+    # Token first: DRF answers a refused request with the first class's challenge, so an expired or
+    # revoked token gets 401 with "WWW-Authenticate: Token" (re-authenticate), not a bare 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        "knox.auth.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
     ],
+    "DEFAULT_THROTTLE_CLASSES": ["security.throttles.AnonRateThrottle", "security.throttles.UserRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": API_THROTTLE_RATES,
+    # X-Forwarded-For is read only behind a trusted proxy; otherwise a client could name any address.
+    "NUM_PROXIES": DESK_PROXY_COUNT,
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": env_int("API_PAGE_SIZE", 100, minimum=1),
@@ -208,6 +325,18 @@ CELERY_RESULT_EXPIRES = 24 * 3600
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Sending fails fast: one connection attempt of at most 2 s, no reconnect loop (kombu's own, 2 s then
+# 4 s by default); a web request also sends without publish retries and answers with the reason. A
+# worker's consuming connection keeps its own retries (broker_connection_max_retries).
+CELERY_BROKER_CONNECTION_TIMEOUT = 2.0
+CELERY_BROKER_TRANSPORT_OPTIONS.update({"max_retries": 0, "socket_connect_timeout": 2.0})
+# A run's executor holds a lease this long, renewed every third of it while it works; a run whose
+# lease expired has lost its worker and is taken over (at once by a worker starting on the same host).
+RUN_LEASE_SECONDS = env_int("DESK_RUN_LEASE_SECONDS", 60, minimum=3)
+# A run whose attempts keep dying fails with the last reason after this many.
+RUN_MAX_ATTEMPTS = env_int("DESK_RUN_MAX_ATTEMPTS", 3, minimum=1)
+# How often beat sends the runs committed while the broker was down (config/celery.py).
+OUTBOX_SWEEP_SECONDS = env_int("DESK_OUTBOX_SWEEP_SECONDS", 60, minimum=5)
 
 # --- Channels -----------------------------------------------------------------------------------
 if REDIS_URL:
@@ -260,6 +389,8 @@ CELERY_BEAT_SCHEDULE = {
     "requeue-stale-runs": {"task": "trading.requeue_stale_runs", "schedule": 300.0},
     "expire-theses": {"task": "trading.expire_theses", "schedule": 300.0},
     "run-due-strategies": {"task": "trading.run_due_strategies", "schedule": 300.0},
+    # The health page's proof that beat, broker and a worker move; a tick not run within the minute is dropped.
+    "scheduler-tick": {"task": "trading.scheduler_tick", "schedule": 60.0, "options": {"expires": 55}},
     # After the close (desk time zone): fill next-open orders, exit by stop/target/horizon, mark the rest.
     "mark-positions": {"task": "trading.mark_positions", "schedule": crontab(hour=16, minute=30, day_of_week="1-5")},
 }
@@ -296,7 +427,9 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # Every record is redacted before it is written: a provider's error may echo its credentials.
+    "filters": {"redact_secrets": {"()": "agents.redaction.RedactSecretsFilter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact_secrets"]}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {"daphne": {"level": "WARNING"}},
 }

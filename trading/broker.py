@@ -347,13 +347,28 @@ def positions_mark(
 
 def book_catch_up(*, account: Account, until: dt.date) -> list[dict]:
     """Run the daily pass for every session not yet processed for ``account``, oldest first, up to
-    ``until``. Sessions before the account's first order are skipped: there was nothing to do."""
+    ``until``. Sessions before the account's first order are skipped: there was nothing to do.
+
+    Never past today on the desk's clock, whatever ``until`` says or a bar claims: a pass recorded
+    for a day that has not happened (a bar dated 9999-12-31) would mark every later session as
+    done and the book would never be marked, filled or stopped again. For the same reason a pass
+    already recorded after today is not where the catch-up resumes (``book_pass_repair`` deletes
+    such records)."""
+    from django.utils import timezone  # local: this change is kept to this function
+
+    today = timezone.localdate()
+    until = min(until, today)
     first_order = (
         Order.objects.filter(account=account).order_by("placed_on").values_list("placed_on", flat=True).first()
     )
     if first_order is None:
         return []
-    done = BookPass.objects.filter(account=account).order_by("-date").values_list("date", flat=True).first()
+    done = (
+        BookPass.objects.filter(account=account, date__lte=today)
+        .order_by("-date")
+        .values_list("date", flat=True)
+        .first()
+    )
     start = max(first_order, done) if done else first_order
     sessions = (
         DailyBar.objects.filter(date__gt=start, date__lte=until)

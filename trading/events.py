@@ -16,6 +16,8 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from pydantic import BaseModel, Field
 
+from agents.redaction import redact_data
+
 logger = logging.getLogger(__name__)
 DESK_GROUP = "desk"
 _handoff = ThreadPoolExecutor(max_workers=1, thread_name_prefix="desk-events")
@@ -34,7 +36,8 @@ def _send(group: str, message: dict) -> None:
 
 
 def publish(event: DeskEvent, *, group: str = DESK_GROUP) -> None:
-    message = {"type": "desk.event", "event": event.model_dump(mode="json")}
+    # Events reach browsers: any credential echoed into a reason is cut first.
+    message = {"type": "desk.event", "event": redact_data(event.model_dump(mode="json"))}
     try:
         try:
             asyncio.get_running_loop()

@@ -232,10 +232,21 @@ class PipelineRun(models.Model):
         "StrategyRun", on_delete=models.CASCADE, null=True, blank=True, related_name="pipeline_runs"
     )
     is_replay = models.BooleanField(default=False, help_text="made by a history replay, not live")
+    # The outbox: null until a task message for the run was sent (or seen by a worker). A row
+    # committed while the broker was down stays null and the sweep sends it later.
+    enqueued_at = models.DateTimeField(null=True, blank=True)
+    # Who executes the run right now, until when. Taken only once expired, renewed while working,
+    # checked before every write: one run never has two executors.
+    lease_owner = models.CharField(max_length=255, blank=True, help_text="host:pid:attempt of the executor")
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["instrument", "as_of"], name="run_by_instrument_day")]
+        indexes = [
+            models.Index(fields=["instrument", "as_of"], name="run_by_instrument_day"),
+            # The runs page reads the latest hundred: without it every run is sorted first.
+            models.Index(fields=["-created_at", "-id"], name="run_latest_first"),
+        ]
 
     def __str__(self) -> str:
         return f"run {self.pk} {self.instrument_id}@{self.as_of}"
@@ -488,3 +499,24 @@ class BookPass(models.Model):
 
     def __str__(self) -> str:
         return f"{self.account_id}@{self.date}"
+
+
+class Heartbeat(models.Model):
+    """When a background process was last seen: the scheduler's minutely tick (run by a worker, so
+    it also proves beat, broker and a worker all move) and each worker that answered the tick's
+    ping. The health page reads their ages; a stale tick means nothing scheduled is running."""
+
+    class Kind(models.TextChoices):
+        SCHEDULER = "scheduler"
+        WORKER = "worker"
+
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    name = models.CharField(max_length=255, help_text="the worker's hostname; 'beat' for the scheduler")
+    seen_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["kind", "name"]
+        constraints = [models.UniqueConstraint(fields=["kind", "name"], name="heartbeat_once_per_process")]
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.name}@{self.seen_at:%Y-%m-%d %H:%M:%S}"

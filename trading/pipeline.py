@@ -18,7 +18,8 @@ from typing import Any
 
 from django.conf import settings
 from django.db import OperationalError, transaction
-from django.db.models import Count, F, Max, Sum
+from django.db.models import Count, F, Q, Sum, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from agents import recording
@@ -31,15 +32,27 @@ from agents.domain.pricing import FREE_PROVIDERS, PriceTable
 from agents.domain.prompts import anchors_from_bundle
 from agents.domain.schemas import AnalystNote, DebateResult, TradeThesis
 from agents.providers.factory import PROVIDERS, ProviderSettings, build_llm_client
+from agents.redaction import redact_data, redact_secrets
 from trading import services
 from trading.approvals import thesis_expiry
 from trading.audit import audit_record
+from trading.dispatch import QueueUnavailable, run_send
 from trading.domain.calibration import calibrate_conviction
 from trading.domain.features import NoPriceData
 from trading.domain.levels import ThesisInvalid, anchor_levels, validate_thesis
 from trading.domain.risk import evaluate_risk
 from trading.domain.schemas import FeatureBundle
 from trading.events import DeskEvent, publish
+from trading.leases import (
+    LIVE_STATUSES,
+    AttemptKeeper,
+    LeaseLost,
+    RunLease,
+    WakingRecorder,
+    lease_free,
+    owner_is_dead_here,
+    this_host,
+)
 from trading.models import Instrument, PipelineRun, StageRun, Thesis
 from trading.portfolio import account_for_run, account_lock, account_portfolio, instrument_live_idea, risk_limits
 
@@ -48,6 +61,8 @@ logger = logging.getLogger(__name__)
 STAGES = ("features", "context", "analysts", "debate", "trader", "risk")
 # ATR(14) needs 14 true ranges, so 15 sessions of bars.
 ATR_MIN_SESSIONS = 15
+# A sweep queues at most this many runs again; the rest wait for the next one.
+REQUEUE_BATCH = 500
 # A conviction the trader restates within this of the calibrated one is the same number, rounded.
 CONVICTION_TOLERANCE = 0.005
 DEFAULT_MODELS = {
@@ -115,17 +130,76 @@ def pipeline_run_create(*, instrument: Instrument, as_of: dt.date, provider: str
     return run
 
 
-def _claim(run_id: int) -> PipelineRun | None:
-    claimed = PipelineRun.objects.filter(
-        pk=run_id, status__in=[PipelineRun.Status.QUEUED, PipelineRun.Status.RUNNING]
-    ).update(status=PipelineRun.Status.RUNNING, started_at=timezone.now(), attempts=F("attempts") + 1)
+def _claim(run_id: int, lease: RunLease) -> PipelineRun | None:
+    """Take the run for this attempt, or None: finished, gone, held by a live lease (another
+    executor is on it; a duplicate message must not run it twice), or out of attempts (given up)."""
+    seen = PipelineRun.objects.filter(pk=run_id, status__in=LIVE_STATUSES).first()
+    if seen is None:
+        return None
+    if seen.lease_expires_at and seen.lease_expires_at >= timezone.now():
+        logger.info("run %s is held by %s until %s: not run twice", run_id, seen.lease_owner, seen.lease_expires_at)
+        return None
+    if seen.attempts >= settings.RUN_MAX_ATTEMPTS:
+        run_give_up(seen)
+        return None
+    now = timezone.now()
+    # Only if nobody changed it since we looked: the attempt count and the holder are the ones we saw.
+    claimed = lease.take_over(
+        expect=Q(attempts=seen.attempts, lease_owner=seen.lease_owner),
+        status=PipelineRun.Status.RUNNING,
+        started_at=now,
+        attempts=F("attempts") + 1,
+        enqueued_at=Coalesce(F("enqueued_at"), Value(now)),  # a worker has the message: it was sent
+    )
     if not claimed:
         return None
+    if seen.lease_owner:
+        audit_record(
+            action="run_taken_over",
+            target=f"run {run_id}",
+            reason=f"the lease of {seen.lease_owner} expired at {seen.lease_expires_at:%Y-%m-%d %H:%M:%S}",
+            details={"owner": lease.owner, "previous": seen.lease_owner},
+        )
     return PipelineRun.objects.select_related("instrument").get(pk=run_id)
 
 
-def _finish(run: PipelineRun, status: str, reason: str = "") -> None:
-    PipelineRun.objects.filter(pk=run.pk).update(status=status, failure_reason=reason, finished_at=timezone.now())
+def run_give_up(run: PipelineRun) -> bool:
+    """Fail a run that used all its attempts, with the last attempt's reason. Conditional on what
+    the caller saw (attempts, no live lease), so a run another worker just claimed is left alone."""
+    now = timezone.now()
+    last = run.failure_reason or "no attempt finished"
+    reason = redact_secrets(f"gave up after {run.attempts} attempts: {last}")
+    given_up = (
+        PipelineRun.objects.filter(pk=run.pk, status__in=LIVE_STATUSES, attempts=run.attempts)
+        .filter(lease_free(now))
+        .update(
+            status=PipelineRun.Status.FAILED,
+            failure_reason=reason,
+            finished_at=now,
+            lease_owner="",
+            lease_expires_at=None,
+        )
+    )
+    if not given_up:
+        return False
+    audit_record(action="run_gave_up", target=f"run {run.pk}", reason=reason, details={"attempts": run.attempts})
+    run.status, run.failure_reason = PipelineRun.Status.FAILED, reason
+    _publish(run, "run.finished", status=run.status, reason=reason)
+    if run.strategy_run_id:
+        from trading.strategies import strategy_run_decide  # it imports this module
+
+        strategy_run_decide(run.strategy_run)  # its strategy run may have been waiting for this one
+    return True
+
+
+def _finish(run: PipelineRun, status: str, reason: str, lease: RunLease) -> None:
+    reason = redact_secrets(reason)  # a provider's error text may echo its credentials
+    # Only while this attempt holds the run: one that was taken over writes no ending.
+    finished = PipelineRun.objects.filter(pk=run.pk, lease_owner=lease.owner).update(
+        status=status, failure_reason=reason, finished_at=timezone.now(), lease_owner="", lease_expires_at=None
+    )
+    if not finished:
+        raise LeaseLost(f"run {run.pk} is no longer held by {lease.owner}")
     run.status, run.failure_reason = status, reason
     _publish(run, "run.finished", status=status, reason=reason)
 
@@ -134,6 +208,8 @@ def _finish(run: PipelineRun, status: str, reason: str = "") -> None:
 
 
 def model_choice(provider: str, *, symbol: str) -> ModelChoice:
+    if provider not in DEFAULT_MODELS:
+        raise ValueError(f"unknown provider {provider!r}; choose one of {', '.join(PROVIDERS)}")
     default_model, deep_model = provider_models(provider)
     client = build_llm_client(
         provider,
@@ -154,6 +230,7 @@ class RunContext:
     recorder: recording.BufferedRecorder
     budget: recording.RunBudget
     outputs: dict[str, dict]
+    lease: RunLease
 
     @property
     def bundle(self) -> FeatureBundle:
@@ -338,6 +415,7 @@ def _stage_risk(ctx: RunContext) -> dict:
                 f"{instrument.symbol} trades in {instrument.currency} but the account {account.name!r} is in "
                 f"{account.currency}, and the desk has no exchange rate to size it with"
             )
+        ctx.lease.hold()  # an attempt that was taken over must not leave a second thesis
         held = _held(run, account)
         if held:
             return {"held": held}
@@ -392,21 +470,27 @@ STAGE_FUNCTIONS: dict[str, Callable[[RunContext], dict]] = {
 # --- running ------------------------------------------------------------------------------------
 
 
-def _start_stage(run: PipelineRun, stage: str) -> StageRun:
-    record, created = StageRun.objects.get_or_create(
-        run=run, stage=stage, defaults={"position": STAGES.index(stage), "status": StageRun.Status.RUNNING}
-    )
-    if not created:
-        StageRun.objects.filter(pk=record.pk).update(
-            status=StageRun.Status.RUNNING, error="", started_at=timezone.now()
+def _start_stage(run: PipelineRun, stage: str, lease: RunLease) -> StageRun:
+    with transaction.atomic():
+        lease.hold()
+        record, created = StageRun.objects.get_or_create(
+            run=run, stage=stage, defaults={"position": STAGES.index(stage), "status": StageRun.Status.RUNNING}
         )
+        if not created:
+            StageRun.objects.filter(pk=record.pk).update(
+                status=StageRun.Status.RUNNING, error="", started_at=timezone.now()
+            )
     _publish(run, "stage.started", stage=stage)
     return record
 
 
 def _complete_stage(ctx: RunContext, record: StageRun, output: dict) -> None:
+    output = redact_data(output)  # an analyst's failure reason may echo a provider's credentials
+    # The calls first, in their own transaction: they were made (and paid for) whether or not this
+    # attempt still holds the run.
+    ctx.recorder.flush()
     with transaction.atomic():
-        ctx.recorder.flush()
+        ctx.lease.hold()
         StageRun.objects.filter(pk=record.pk).update(
             status=StageRun.Status.DONE, output=output, finished_at=timezone.now(), error=""
         )
@@ -415,82 +499,213 @@ def _complete_stage(ctx: RunContext, record: StageRun, output: dict) -> None:
 
 
 def _fail_stage(ctx: RunContext, record: StageRun, reason: str) -> None:
+    reason = redact_secrets(reason)
+    ctx.recorder.flush()
     with transaction.atomic():
-        ctx.recorder.flush()
+        ctx.lease.hold()
         StageRun.objects.filter(pk=record.pk).update(
             status=StageRun.Status.FAILED, error=reason, finished_at=timezone.now()
         )
     _publish(ctx.run, "stage.finished", stage=record.stage, status="failed", reason=reason)
 
 
+@dataclass
+class _Progress:
+    stage: str = "start"
+
+
 def pipeline_run_execute(run_id: int, *, stop_after: str | None = None) -> PipelineRun | None:
-    """Run (or resume) one pipeline run. Returns None when the run is gone or already finished.
+    """Run (or resume) one pipeline run, under a lease. Returns the run as it stands: finished, or
+    still running when another executor holds it (this call then did nothing, or stopped without
+    writing when its lease was taken over); None when it is gone.
 
     ``stop_after`` ends the call after that stage as if the process had died there (tests)."""
-    run = _claim(run_id)
+    lease = RunLease.for_this_attempt(run_id)
+    run = _claim(run_id, lease)
     if run is None:
         return PipelineRun.objects.filter(pk=run_id).first()
+    recorder = WakingRecorder(run_id=run.pk, prices=PriceTable.from_mapping(settings.LLM.get("PRICES", {})))
+    keeper = AttemptKeeper(lease, recorder).start()
+    progress = _Progress()
+    try:
+        return _execute(run, lease, recorder, progress, stop_after=stop_after)
+    except LeaseLost:
+        logger.warning("run %s: %s lost its lease in %s; stopped without writing", run.pk, lease.owner, progress.stage)
+        audit_record(
+            action="run_lease_lost",
+            target=f"run {run.pk}",
+            reason=f"another executor took the run over; this attempt stopped in {progress.stage} without writing",
+            details={"owner": lease.owner},
+        )
+        return PipelineRun.objects.filter(pk=run_id).first()
+    except BaseException as error:
+        _note_attempt_death(run, lease, progress.stage, error)
+        raise
+    finally:
+        keeper.stop()
+        _flush_quietly(recorder, run.pk)
+        lease.release()
+
+
+def _execute(
+    run: PipelineRun, lease: RunLease, recorder: WakingRecorder, progress: _Progress, *, stop_after: str | None
+) -> PipelineRun:
     done = {s.stage: s.output for s in StageRun.objects.filter(run=run, status=StageRun.Status.DONE)}
     if "risk" not in done and (held := _held(run, account_for_run(run))):
         # Checked first so a busy instrument costs no model call; checked again under the lock.
-        _finish(run, PipelineRun.Status.HELD, held)
+        _finish(run, PipelineRun.Status.HELD, held, lease)
         return run
-    recorder = recording.BufferedRecorder(run_id=run.pk, prices=PriceTable.from_mapping(settings.LLM.get("PRICES", {})))
+    try:
+        choice = model_choice(run.provider, symbol=run.instrument.symbol)
+    except OperationalError:
+        raise
+    except Exception as error:
+        # No key, an unknown provider: no later attempt would do better, so the run fails now with
+        # the reason instead of staying "running" to be queued again and again.
+        _finish(run, PipelineRun.Status.FAILED, f"could not start: {error}", lease)
+        return run
     ctx = RunContext(
         run=run,
-        choice=model_choice(run.provider, symbol=run.instrument.symbol),
+        choice=choice,
         recorder=recorder,
         budget=recording.RunBudget(run_id=run.pk, recorder=recorder, provider=run.provider),
         outputs=dict(done),
+        lease=lease,
     )
     for stage in STAGES:
         if stage in done:
             continue
+        progress.stage = stage
         ctx.budget.refresh()
-        record = _start_stage(run, stage)
+        record = _start_stage(run, stage, lease)
         try:
             output = STAGE_FUNCTIONS[stage](ctx)
         except (StageFailed, BudgetExceeded) as error:
             reason = getattr(error, "reason", None) or f"{type(error).__name__}: {error}"
             _fail_stage(ctx, record, reason)
-            _finish(run, PipelineRun.Status.FAILED, f"{stage}: {reason}")
+            _finish(run, PipelineRun.Status.FAILED, f"{stage}: {reason}", lease)
             return run
-        except OperationalError:
-            raise  # the database blinked: the task retries and the run resumes at this stage
+        except (OperationalError, LeaseLost):
+            raise  # the database blinked (the task retries; the run resumes here), or the run is not ours
         except Exception as error:
             # A bug or a time limit must not leave the run "running" to be retried forever.
             logger.exception("run %s failed in stage %s", run.pk, stage)
             reason = f"internal error: {type(error).__name__}: {error}"
             _fail_stage(ctx, record, reason)
-            _finish(run, PipelineRun.Status.FAILED, f"{stage}: {reason}")
+            _finish(run, PipelineRun.Status.FAILED, f"{stage}: {reason}", lease)
             return run
         _complete_stage(ctx, record, output)
         if stage == "risk" and output.get("held"):
-            _finish(run, PipelineRun.Status.HELD, output["held"])
+            _finish(run, PipelineRun.Status.HELD, output["held"], lease)
             return run
         if stage == "analysts" and not output["quorum"]:
-            _finish(run, PipelineRun.Status.DEGRADED, "quorum not met: fewer than 3 of 4 analyst notes")
+            _finish(run, PipelineRun.Status.DEGRADED, "quorum not met: fewer than 3 of 4 analyst notes", lease)
             return run
         if stage == stop_after:
             return run
-    _finish(run, PipelineRun.Status.COMPLETED)
+    _finish(run, PipelineRun.Status.COMPLETED, "", lease)
     return run
 
 
-def stale_runs_requeue(*, older_than: dt.timedelta, queue: str | None = None) -> list[int]:
-    """Queue again the runs whose worker died: still queued or running, with no stage activity
-    for ``older_than``. Resuming is safe because finished stages are read back, not redone."""
-    from trading.tasks import run_pipeline
+def _note_attempt_death(run: PipelineRun, lease: RunLease, stage: str, error: BaseException) -> None:
+    """What killed this attempt, kept on the run (still running) for the next attempt's give-up
+    reason. Best effort: the error may be the database itself."""
+    note = redact_secrets(f"attempt {run.attempts} died in {stage}: {type(error).__name__}: {error}")
+    try:
+        PipelineRun.objects.filter(pk=run.pk, lease_owner=lease.owner).update(failure_reason=note)
+    except Exception:
+        logger.warning("run %s: could not note why attempt %s died", run.pk, run.attempts, exc_info=True)
 
-    cutoff = timezone.now() - older_than
-    candidates = PipelineRun.objects.filter(
-        status__in=[PipelineRun.Status.QUEUED, PipelineRun.Status.RUNNING], created_at__lt=cutoff
-    ).annotate(last_activity=Max("stages__started_at"))
-    stale = [run.pk for run in candidates if (run.last_activity or run.started_at or run.created_at) < cutoff]
-    for run_id in stale:
-        audit_record(action="run_requeued", target=f"run {run_id}", reason=f"no activity since {cutoff:%Y-%m-%d %H:%M}")
-        run_pipeline.apply_async((run_id,), queue=queue)
-    return stale
+
+def _flush_quietly(recorder: recording.BufferedRecorder, run_id: int) -> None:
+    # The calls an attempt finished are kept even when it dies; a failure here must not hide the
+    # error that is on its way out.
+    try:
+        recorder.flush()
+    except Exception:
+        logger.warning("run %s: could not write its last model calls", run_id, exc_info=True)
+
+
+# --- runs nobody executes -------------------------------------------------------------------------
+
+
+def stale_runs_requeue(*, older_than: dt.timedelta, queue: str | None = None) -> list[int]:
+    """Queue again the runs nobody executes: running with a lease that expired (its executor
+    stopped renewing it: the worker died) and not queued again since, and queued runs whose
+    message was sent more than ``older_than`` ago and never picked up (a broker that lost it). A
+    run with a live lease is left alone however slow its stage. Runs out of attempts fail with
+    the reason instead. Resuming is safe because finished stages are read back, not redone."""
+    now = timezone.now()
+    cutoff = now - older_than
+    not_sent_since = Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=F("lease_expires_at")) | Q(enqueued_at__lt=cutoff)
+    orphaned = Q(status=PipelineRun.Status.RUNNING) & lease_free(now) & not_sent_since
+    lost = Q(status=PipelineRun.Status.QUEUED, enqueued_at__lt=cutoff)
+    requeued = []
+    for run in PipelineRun.objects.filter(orphaned | lost).order_by("pk")[:REQUEUE_BATCH]:
+        if _requeue(run, queue=queue, why=_why_lost(run)):
+            requeued.append(run.pk)
+    return requeued
+
+
+def dead_workers_runs_requeue(*, queue: str | None = None) -> list[int]:
+    """At a worker's start, at once: the runs whose executor is gone, because its lease expired or
+    because it was a process of this host that no longer exists (the worker that was killed; with
+    the embedded broker its message died with it). Sent to ``queue``, the starting worker's."""
+    now = timezone.now()
+    held = (
+        PipelineRun.objects.filter(status=PipelineRun.Status.RUNNING)
+        .exclude(lease_owner="")
+        .filter(Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=F("lease_expires_at")))
+        .order_by("pk")
+    )
+    requeued = []
+    for run in held[:REQUEUE_BATCH]:
+        if run.lease_expires_at is not None and run.lease_expires_at >= now:
+            if not owner_is_dead_here(run.lease_owner):
+                continue  # a live executor
+            # Its holder is dead: its lease need not be waited out.
+            expired = PipelineRun.objects.filter(
+                pk=run.pk, lease_owner=run.lease_owner, lease_expires_at=run.lease_expires_at
+            ).update(lease_expires_at=now - dt.timedelta(seconds=1))
+            if not expired:
+                continue
+            why = f"its process {run.lease_owner} is gone (seen by a worker starting on {this_host()})"
+            run.lease_expires_at = now - dt.timedelta(seconds=1)
+        else:
+            why = _why_lost(run)
+        if _requeue(run, queue=queue, why=why):
+            requeued.append(run.pk)
+    return requeued
+
+
+def _why_lost(run: PipelineRun) -> str:
+    if run.status == PipelineRun.Status.QUEUED:
+        return f"its message, sent at {run.enqueued_at:%Y-%m-%d %H:%M:%S}, was never picked up"
+    if run.lease_owner:
+        return f"{run.lease_owner} stopped renewing its lease (expired at {run.lease_expires_at:%Y-%m-%d %H:%M:%S})"
+    return "its attempt stopped and nobody picked the run up again"
+
+
+def _requeue(run: PipelineRun, *, queue: str | None, why: str) -> bool:
+    """One run nobody executes: its last attempt noted, then sent again, or given up when it has
+    used all its attempts. Every step is conditional on the state the caller saw."""
+    if run.status == PipelineRun.Status.RUNNING:
+        note = redact_secrets(f"attempt {run.attempts} stopped without finishing: {why}")
+        noted = (
+            PipelineRun.objects.filter(pk=run.pk, status=run.status, attempts=run.attempts, lease_owner=run.lease_owner)
+            .filter(lease_free(timezone.now()))
+            .update(failure_reason=note)
+        )
+        if not noted:
+            return False  # claimed meanwhile
+        run.failure_reason = note
+        if run.attempts >= settings.RUN_MAX_ATTEMPTS:
+            run_give_up(run)
+            return False
+    try:
+        return run_send(run.pk, expect=Q(enqueued_at=run.enqueued_at), queue=queue, action="run_requeued", reason=why)
+    except QueueUnavailable:
+        return False  # still unsent: the next sweep tries again
 
 
 def run_totals(run: PipelineRun) -> dict[str, Any]:

@@ -9,11 +9,13 @@ from zoneinfo import ZoneInfo
 
 import pandas as pd
 from django.conf import settings
-from django.db.models import Count, Max, Min, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, F, Max, Min, OuterRef, Q, QuerySet, Subquery, Sum
+from django.http import Http404
 from django.shortcuts import get_object_or_404
 
+from agents.models import ModelCall
 from trading.domain.schemas import FundamentalsInput, MacroReading, NewsInput
-from trading.models import DailyBar, FundamentalsSnapshot, Instrument, MacroIndicator, NewsItem
+from trading.models import DailyBar, FundamentalsSnapshot, Instrument, MacroIndicator, NewsItem, PipelineRun
 
 BAR_COLUMNS = ["open", "high", "low", "close", "volume"]
 
@@ -23,7 +25,11 @@ def desk_tz() -> ZoneInfo:
 
 
 def instrument_by_symbol(symbol: str) -> Instrument:
-    """``EXCH:SYM`` or a bare symbol (the first exchange alphabetically when listed twice)."""
+    """``EXCH:SYM`` or a bare symbol (the first exchange alphabetically when listed twice). A
+    symbol no instrument could have (a NUL character, which PostgreSQL refuses to compare, or
+    longer than any exchange and symbol) is not found, without asking the database."""
+    if "\x00" in symbol or len(symbol) > 64:
+        raise Http404(f"no instrument {symbol[:64]!r}")
     exchange, _, bare = symbol.upper().rpartition(":")
     queryset = Instrument.objects.filter(symbol=bare)
     if exchange:
@@ -149,3 +155,25 @@ def instrument_rows() -> list[InstrumentRow]:
 def bar_dates(instrument: Instrument) -> tuple[dt.date | None, dt.date | None]:
     bounds = DailyBar.objects.filter(instrument=instrument).aggregate(first=Min("date"), last=Max("date"))
     return bounds["first"], bounds["last"]
+
+
+def run_rows(*, with_replays: bool, limit: int = 100) -> list[PipelineRun]:
+    """The runs page: the latest ``limit`` runs, each with ``tokens`` and ``cost`` summed over its
+    model calls. Two queries whatever the history: the page's runs first, then the sums for those
+    runs only (summing before the limit made the page scan every model call ever recorded)."""
+    runs = PipelineRun.objects.select_related("instrument", "thesis").order_by("-created_at", "-id")
+    if not with_replays:
+        runs = runs.filter(is_replay=False)
+    page = list(runs[:limit])
+    totals = {
+        row["run_id"]: row
+        for row in ModelCall.objects.filter(run_id__in=[run.pk for run in page])
+        .values("run_id")
+        .annotate(tokens=Sum(F("input_tokens") + F("output_tokens")), cost=Sum("cost"))
+        .order_by()
+    }
+    for run in page:
+        row = totals.get(run.pk, {})
+        run.tokens = row.get("tokens") or 0
+        run.cost = row.get("cost") or Decimal(0)
+    return page

@@ -2,35 +2,62 @@
 
 from __future__ import annotations
 
-import contextlib
+from dataclasses import dataclass
 from decimal import Decimal
 
 from django.db.models import QuerySet, Sum
 
+from trading import edge
 from trading.models import Account, Position, PositionMark, Thesis
 
 QUEUE_FILTERS = ("strategy", "symbol", "direction", "min_conviction", "status", "replay")
-WITH_REPLAYS = ("1", "true")
+QUEUE_STATUSES = (*Thesis.Status.values, "all")
+DIRECTIONS = ("LONG", "SHORT")
+POSITION_STATUSES = tuple(Position.Status.values)
+
+
+@dataclass(frozen=True)
+class QueueFilters:
+    status: str
+    symbol: str
+    direction: str
+    strategy: str
+    min_conviction: Decimal | None
+    replay: bool
+
+
+def queue_filters(params) -> QueueFilters:
+    """The queue's filters, read from a query string (the page's or the API's: the same rules).
+    Raises ``edge.InputInvalid`` naming the first bad value; an empty value is no filter."""
+    direction = str(params.get("direction") or "").strip().upper()
+    return QueueFilters(
+        status=edge.parse_choice(params.get("status") or Thesis.Status.PENDING, "status", QUEUE_STATUSES),
+        symbol=edge.parse_name(params.get("symbol"), "symbol").upper(),
+        direction=edge.parse_choice(direction, "direction", DIRECTIONS) if direction else "",
+        strategy=edge.parse_name(params.get("strategy"), "strategy"),
+        min_conviction=edge.parse_fraction(params.get("min_conviction"), "min_conviction"),
+        replay=edge.parse_flag(params.get("replay"), "replay"),
+    )
 
 
 def thesis_queue(params) -> QuerySet[Thesis]:
     """The live queue: theses of history replays only with ``replay=1`` (they are decided by their
-    replay's policy, never by a person at the desk)."""
+    replay's policy, never by a person at the desk). Raises ``edge.InputInvalid`` for a bad filter
+    (a NaN conviction used to reach the database and answer 500)."""
+    filters = queue_filters(params)
     theses = Thesis.objects.select_related("instrument", "run", "run__strategy_run__strategy", "decided_by")
-    if str(params.get("replay", "")).lower() not in WITH_REPLAYS:
+    if not filters.replay:
         theses = theses.filter(run__is_replay=False)
-    status = params.get("status") or Thesis.Status.PENDING
-    if status != "all":
-        theses = theses.filter(status=status)
-    if symbol := params.get("symbol"):
-        theses = theses.filter(instrument__symbol=symbol.upper())
-    if direction := params.get("direction"):
-        theses = theses.filter(direction=direction.upper())
-    if strategy := params.get("strategy"):
-        theses = theses.filter(run__strategy_run__strategy__name=strategy)
-    if min_conviction := params.get("min_conviction"):
-        with contextlib.suppress(ArithmeticError):  # not a number: the filter is left off
-            theses = theses.filter(conviction__gte=Decimal(min_conviction))
+    if filters.status != "all":
+        theses = theses.filter(status=filters.status)
+    if filters.symbol:
+        theses = theses.filter(instrument__symbol=filters.symbol)
+    if filters.direction:
+        theses = theses.filter(direction=filters.direction)
+    if filters.strategy:
+        theses = theses.filter(run__strategy_run__strategy__name=filters.strategy)
+    if filters.min_conviction is not None:
+        theses = theses.filter(conviction__gte=filters.min_conviction)
     return theses.order_by("-conviction", "-created_at", "-id")
 
 

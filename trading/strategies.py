@@ -7,6 +7,7 @@ decides approvals by a stated policy instead of a person.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 import re
@@ -100,9 +101,11 @@ def strategy_run_start(
 
 
 def _queue_run(run_id: int) -> None:
-    from celery import current_app
+    from trading.dispatch import QueueUnavailable, run_send
 
-    current_app.send_task("trading.run_pipeline", args=[run_id])
+    # A refused send is kept unsent (and audited) for the outbox sweep; nobody waits on this one.
+    with contextlib.suppress(QueueUnavailable):
+        run_send(run_id, fail_fast=True)
 
 
 def strategy_run_decide(strategy_run: StrategyRun) -> StrategyRun:

@@ -9,10 +9,12 @@ from django.db.models import Max
 
 from trading import broker, services, strategies
 from trading.approvals import theses_expire
+from trading.dispatch import runs_unsent_send
 from trading.domain.features import NoPriceData
 from trading.events import DeskEvent, publish
+from trading.heartbeats import scheduler_tick  # noqa: F401 - Celery finds the health tick here
 from trading.models import DailyBar, Instrument, Order, Position
-from trading.pipeline import pipeline_run_execute, stale_runs_requeue
+from trading.pipeline import dead_workers_runs_requeue, pipeline_run_execute, stale_runs_requeue
 from trading.portfolio import default_account
 
 
@@ -41,6 +43,9 @@ def compute_feature_snapshot(instrument_id: int, as_of: str) -> dict:
 
 @shared_task(
     name="trading.run_pipeline",
+    # The run row is the result. Not storing one also means sending never waits on the result
+    # backend (with Redis down, subscribing to it retried for 19 s before the send even began).
+    ignore_result=True,
     autoretry_for=(OperationalError,),
     retry_backoff=5,
     retry_backoff_max=120,
@@ -60,6 +65,19 @@ def run_pipeline(run_id: int) -> dict:
 @shared_task(name="trading.requeue_stale_runs")
 def requeue_stale_runs() -> list[int]:
     return stale_runs_requeue(older_than=dt.timedelta(minutes=settings.STALE_RUN_MINUTES))
+
+
+@shared_task(name="trading.send_unsent_runs", ignore_result=True)
+def send_unsent_runs() -> list[int]:
+    """The outbox sweep (beat, every DESK_OUTBOX_SWEEP_SECONDS): runs committed while the broker was down."""
+    return runs_unsent_send()
+
+
+@shared_task(name="trading.requeue_runs_of_dead_workers", ignore_result=True)
+def requeue_runs_of_dead_workers(queue: str | None = None) -> list[int]:
+    """Sent by a worker to itself as it starts (config/celery.py), so the database work happens in
+    a pool process, never in the main process the pool forks from."""
+    return dead_workers_runs_requeue(queue=queue)
 
 
 @shared_task(name="trading.fill_order")

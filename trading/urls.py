@@ -1,9 +1,10 @@
 from django.urls import path
 
-from trading import views, views_book
+from trading import views, views_book, views_health
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
+    path("health/", views_health.health, name="health"),
     path("instruments/<str:symbol>/", views.instrument_detail, name="instrument_detail"),
     path("runs/", views.run_list, name="run_list"),
     path("runs/start/", views.run_start, name="run_start"),

@@ -1,41 +1,50 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
+from functools import wraps
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
-from django.db.models import Sum
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from agents.domain.citations import mismatch_warnings
-from trading import charts, presenters, selectors, services
+from trading import charts, edge, presenters, selectors, services
 from trading.domain.features import NoPriceData
+from trading.health import health_report
 from trading.models import Instrument, PipelineRun
 from trading.pipeline import PROVIDERS, run_totals
-from trading.runs import RunRequestInvalid, pipeline_runs_start
+from trading.runs import RunRequestInvalid, RunsNotQueued, pipeline_runs_start
 
 
 def dashboard(request: HttpRequest) -> HttpResponse:
-    return render(request, "trading/dashboard.html", {"rows": selectors.instrument_rows()})
+    context = {"rows": selectors.instrument_rows(), "health": health_report()}
+    return render(request, "trading/dashboard.html", context)
 
 
-def _requested_as_of(request: HttpRequest, last: dt.date | None) -> tuple[dt.date | None, str | None]:
+def _requested_as_of(request: HttpRequest, last: dt.date | None) -> tuple[dt.date | None, str | None, int]:
+    """The date asked for, or the latest bar with the reason why not and the status to answer."""
     text = request.GET.get("as_of", "").strip()
     if not text:
-        return last, None
+        return last, None, 200
     try:
-        return dt.date.fromisoformat(text), None
+        as_of = dt.date.fromisoformat(text)
     except ValueError:
-        return last, f"“{text}” is not a date (YYYY-MM-DD); showing the latest bar instead."
+        return last, f"“{edge.short(text)}” is not a date (YYYY-MM-DD); showing the latest bar instead.", 200
+    try:
+        # 0001-01-01 and 9999-12-31 overflowed the features' date arithmetic (a 500).
+        return edge.check_date(as_of, "as_of"), None, 200
+    except edge.InputInvalid as problem:
+        return last, f"{problem}; showing the latest bar instead.", 400
 
 
 def instrument_detail(request: HttpRequest, symbol: str) -> HttpResponse:
     instrument = selectors.instrument_by_symbol(symbol)
     first, last = selectors.bar_dates(instrument)
-    as_of, problem = _requested_as_of(request, last)
+    as_of, problem, status = _requested_as_of(request, last)
     bundle = chart = None
     if as_of is not None:
         try:
@@ -58,6 +67,7 @@ def instrument_detail(request: HttpRequest, symbol: str) -> HttpResponse:
             "chart": chart,
             **(presenters.bundle_context(bundle) if bundle else {}),
         },
+        status=status,
     )
 
 
@@ -70,15 +80,30 @@ def _start_form_context(request: HttpRequest) -> dict:
     }
 
 
+def _replay_flag_checked(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """``?replay=`` must be a flag: anything else shows the default list with the reason, as a 400."""
+
+    @wraps(view)
+    def checked(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        try:
+            edge.parse_flag(request.GET.get("replay"), "replay")
+        except edge.InputInvalid as problem:
+            messages.error(request, f"{problem}; showing live runs.")
+            request.GET = request.GET.copy()
+            del request.GET["replay"]
+            response = view(request, *args, **kwargs)
+            response.status_code = 400
+            return response
+        return view(request, *args, **kwargs)
+
+    return checked
+
+
+@_replay_flag_checked
 def run_list(request: HttpRequest) -> HttpResponse:
     """Live runs; ``?replay=1`` adds the runs of history replays (badged in the table)."""
-    with_replays = request.GET.get("replay") == "1"
-    runs = PipelineRun.objects.select_related("instrument", "thesis")
-    if not with_replays:
-        runs = runs.filter(is_replay=False)
-    runs = runs.annotate(
-        tokens=Sum("model_calls__input_tokens") + Sum("model_calls__output_tokens"), cost=Sum("model_calls__cost")
-    ).order_by("-created_at", "-id")[:100]
+    with_replays = edge.parse_flag(request.GET.get("replay"), "replay")
+    runs = selectors.run_rows(with_replays=with_replays)
     return render(
         request, "trading/runs.html", {"runs": runs, "with_replays": with_replays, **_start_form_context(request)}
     )
@@ -90,16 +115,17 @@ def run_start(request: HttpRequest) -> HttpResponse:
     symbols = request.POST.getlist("symbols")
     provider = request.POST.get("provider", settings.LLM["PROVIDER"])
     instruments = list(Instrument.objects.filter(symbol__in=symbols, is_active=True))
-    as_of_text = request.POST.get("as_of", "").strip()
     problems = []
     if not instruments:
         problems.append("Choose at least one instrument.")
+    if unknown := sorted(set(symbols) - {i.symbol for i in instruments}):
+        problems.append(f"Unknown or inactive instrument(s): {edge.short(', '.join(unknown))}.")
     if provider not in PROVIDERS:
-        problems.append(f"Unknown provider {provider!r}.")
+        problems.append(f"Unknown provider {edge.short(provider)!r}.")
     try:
-        as_of = dt.date.fromisoformat(as_of_text) if as_of_text else None
-    except ValueError:
-        problems.append(f"“{as_of_text}” is not a date (YYYY-MM-DD).")
+        as_of = edge.parse_date(request.POST.get("as_of"), "as_of") or edge.default_run_as_of(instruments)
+    except edge.InputInvalid as problem:
+        problems.append(f"{problem}.")
         as_of = None
     if problems:
         for problem in problems:
@@ -109,6 +135,13 @@ def run_start(request: HttpRequest) -> HttpResponse:
         runs = pipeline_runs_start(instruments=instruments, as_of=as_of, provider=provider, user=request.user)
     except RunRequestInvalid as problem:
         messages.error(request, f"{problem}.")
+        return redirect("run_list")
+    except RunsNotQueued as refused:
+        messages.error(
+            request,
+            f"Saved {len(refused.runs)} run(s), but {len(refused.unsent)} could not be queued: {refused.reason}. "
+            "They will start by themselves when the queue is back; do not start them again.",
+        )
         return redirect("run_list")
     messages.success(request, f"Queued {len(runs)} run(s) as of {runs[0].as_of:%d %b %Y} with the {provider} model.")
     if len(runs) == 1:

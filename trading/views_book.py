@@ -11,7 +11,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from trading import charts, presenters, selectors, selectors_book
+from trading import charts, edge, presenters, selectors, selectors_book
 from trading.approvals import DecisionRefused, thesis_approve, thesis_reject, thesis_staleness
 from trading.broker import BrokerError, position_close_by_hand
 from trading.domain.money import currency_symbol
@@ -22,16 +22,25 @@ from trading.strategies import strategy_run_start
 
 
 def thesis_queue(request: HttpRequest) -> HttpResponse:
-    page = Paginator(selectors_book.thesis_queue(request.GET), 50).get_page(request.GET.get("page"))
+    """A bad filter is answered 400 with the reason and no list: a filter silently left off would
+    show theses the person asked to leave out."""
+    status = 200
+    try:
+        theses = selectors_book.thesis_queue(request.GET)
+    except edge.InputInvalid as problem:
+        messages.error(request, f"{problem}.")
+        theses, status = Thesis.objects.none(), 400
+    page = Paginator(theses, 50).get_page(request.GET.get("page"))
     return render(
         request,
         "trading/theses.html",
         {
             "page": page,
             "filters": {key: request.GET.get(key, "") for key in selectors_book.QUEUE_FILTERS},
-            "statuses": ["pending", "approved", "rejected", "expired", "risk_rejected", "all"],
+            "statuses": list(selectors_book.QUEUE_STATUSES),
             "strategies": Strategy.objects.values_list("name", flat=True),
         },
+        status=status,
     )
 
 
@@ -72,6 +81,10 @@ def thesis_decide(request: HttpRequest, thesis_id: int) -> HttpResponse:
     thesis = get_object_or_404(Thesis.objects.select_related("instrument", "run"), pk=thesis_id)
     comment = request.POST.get("comment", "").strip()
     try:
+        try:
+            edge.check_comment(comment)
+        except edge.InputInvalid as problem:
+            raise DecisionRefused(str(problem)) from None  # refused like any decision: nothing stored
         if request.POST.get("decision") == "approve":
             order = thesis_approve(thesis=thesis, user=request.user, comment=comment)
             messages.success(request, f"Approved: order #{order.pk} to {order.side} {order.quantity} placed.")
@@ -91,10 +104,16 @@ def thesis_decide(request: HttpRequest, thesis_id: int) -> HttpResponse:
 
 
 def portfolio(request: HttpRequest) -> HttpResponse:
-    """The live book by default; ?account=<id> shows a replay's book (same figures, same page)."""
+    """The live book by default; ?account=<id> shows a replay's book (same figures, same page). An
+    unknown account is answered 400 with the reason, over the live book (not silently the live book)."""
     live = default_account()
     accounts = list(Account.objects.order_by("id"))
-    account = next((a for a in accounts if str(a.pk) == request.GET.get("account")), live)
+    wanted = request.GET.get("account", "").strip()
+    account = next((a for a in accounts if str(a.pk) == wanted), None) if wanted else live
+    status = 200
+    if account is None:
+        messages.error(request, f"There is no such account: {edge.short(wanted)!r}; showing the live book.")
+        account, status = live, 400
     state = account_portfolio(account)
     open_positions = list(selectors_book.open_positions(account))
     curve = selectors_book.equity_curve(account)
@@ -128,6 +147,7 @@ def portfolio(request: HttpRequest) -> HttpResponse:
             "can_close": request.user.has_perm("trading.approve_thesis") and account.pk == live.pk,
             "accounts": accounts,
         },
+        status=status,
     )
 
 
@@ -135,7 +155,12 @@ def portfolio(request: HttpRequest) -> HttpResponse:
 def position_close(request: HttpRequest, position_id: int) -> HttpResponse:
     position = get_object_or_404(Position.objects.select_related("instrument"), pk=position_id)
     try:
-        closed = position_close_by_hand(position=position, user=request.user, comment=request.POST.get("comment", ""))
+        comment = request.POST.get("comment", "")
+        try:
+            edge.check_comment(comment.strip(), "reason")
+        except edge.InputInvalid as problem:
+            raise BrokerError(str(problem)) from None  # refused like any close: nothing changes
+        closed = position_close_by_hand(position=position, user=request.user, comment=comment)
     except BrokerError as error:
         if not request.user.has_perm("trading.approve_thesis"):
             return HttpResponse(f"Refused: {error.reason}.", status=403)

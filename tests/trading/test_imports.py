@@ -235,3 +235,238 @@ def test_it_refuses_bad_fundamentals_and_writes_nothing(universe, tmp_path, row,
 
     assert reason in report.problem_lines()[0]
     assert FundamentalsSnapshot.objects.count() == 0
+
+
+# --- dates the desk can trade on ----------------------------------------------------------------
+
+
+def _today():
+    from django.utils import timezone
+
+    return timezone.localdate()
+
+
+def test_a_bar_dated_after_today_is_refused_with_the_desk_clock_named(universe, tmp_path, settings):
+    path = write(tmp_path, HEADER + GOOD_ROWS + "RELIANCE,9999-12-31,100,105,99,104,1000\n")
+
+    report = import_bars(path)
+
+    assert report.problem_lines() == [
+        f"{path}:5: date 9999-12-31 is after today, {_today()}, the current session ({settings.TIME_ZONE})"
+    ]
+    assert not DailyBar.objects.exists()
+
+
+def test_a_bar_dated_tomorrow_is_refused_and_one_dated_today_is_not(universe, tmp_path):
+    today, tomorrow = _today(), _today() + dt.timedelta(days=1)
+    rows = f"RELIANCE,{today},100,105,99,104,1000\nTCS,{tomorrow},100,105,99,104,1000\n"
+
+    report = import_bars(write(tmp_path, HEADER + rows))
+
+    assert [line.split(": ", 1)[1] for line in report.problem_lines()] == [
+        f"date {tomorrow} is after today, {today}, the current session (Asia/Kolkata)"
+    ]
+
+
+def test_a_bar_dated_before_the_floor_is_refused(universe, tmp_path):
+    report = import_bars(write(tmp_path, HEADER + "RELIANCE,1989-12-29,100,105,99,104,1000\n"))
+
+    assert report.problem_lines()[0].endswith(
+        ":2: date 1989-12-29 is before 1990-01-01, the earliest date the desk accepts"
+    )
+
+
+@pytest.mark.parametrize(
+    ("published_at", "reason"),
+    [
+        ("9999-12-31T10:00:00", "published_at 9999-12-31 is after today"),
+        ("9999-12-31T23:59:59-12:00", "published_at 9999-12-31 is after today"),
+        ("0001-01-01T00:00:00+14:00", "published_at 0001-01-01 is before 1990-01-01"),
+        ("1985-06-01T10:00:00", "published_at 1985-06-01 is before 1990-01-01"),
+    ],
+)
+def test_news_dated_outside_the_desk_window_is_refused(universe, tmp_path, published_at, reason):
+    report = import_news(write(tmp_path, NEWS_HEADER + f"RELIANCE,Reliance news,Wire,{published_at}\n"))
+
+    assert reason in report.problem_lines()[0]
+    assert NewsItem.objects.count() == 0
+
+
+def test_fundamentals_dated_after_today_are_refused(universe, tmp_path):
+    report = import_fundamentals(write(tmp_path, FUND_HEADER + "RELIANCE,9999-12-31,1,2,3,4,5,x\n"))
+
+    assert "as_of 9999-12-31 is after today" in report.problem_lines()[0]
+
+
+# --- values that do not fit their column --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("bad_row", "reason"),
+    [
+        (
+            "RELIANCE,2025-01-03,100000000000000,100000000000000,99,100000000000000,1000\n",
+            "open '100000000000000' is too large (at most 99999999999999.9999)",
+        ),
+        ("RELIANCE,2025-01-03,1e999999999,105,99,104,1000\n", "open '1e999999999' is too large"),
+        ("RELIANCE,2025-01-03,1e-999999999,105,99,104,1000\n", "open 0.0000 is not positive"),
+        (
+            "RELIANCE,2025-01-03,100,105,99,104,9223372036854775808\n",
+            "volume 9223372036854775808 does not fit in 64 bits (at most 9223372036854775807)",
+        ),
+        ("RELIANCE,2025-01-03,100,105,99,104,1e999999999\n", "volume 1e999999999 does not fit in 64 bits"),
+        (f"{'R' * 33},2025-01-03,100,105,99,104,1000\n", "symbol is 33 characters (at most 32)"),
+    ],
+)
+def test_a_bar_beyond_its_column_is_refused_with_a_reason(universe, tmp_path, bad_row, reason):
+    path = write(tmp_path, HEADER + GOOD_ROWS + bad_row)
+
+    report = import_bars(path)
+
+    [line] = report.problem_lines()
+    assert line.startswith(f"{path}:5: ") and reason in line
+    assert not DailyBar.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("row", "reason"),
+    [
+        (f"RELIANCE,Reliance news,{'w' * 101},2025-01-02T10:00:00\n", "source is 101 characters (at most 100)"),
+        (
+            f"RELIANCE,Reliance news,Wire,2025-01-02T10:00:00,https://x.example/{'a' * 190}\n",
+            "url is 208 characters (at most 200)",
+        ),
+        ("RELIANCE,Reliance\x00 news,Wire,2025-01-02T10:00:00\n", "headline contains a NUL character"),
+        ("RELIANCE,Reliance news,Wi\x00re,2025-01-02T10:00:00\n", "source contains a NUL character"),
+    ],
+)
+def test_news_beyond_its_column_is_refused_with_a_reason(universe, tmp_path, row, reason):
+    header = "symbol,headline,source,published_at,url\n"
+
+    report = import_news(write(tmp_path, header + row))
+
+    assert report.problem_lines() == [f"{tmp_path / 'data.csv'}:2: {reason}"]
+    assert NewsItem.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    ("row", "reason"),
+    [
+        ("RELIANCE,2025-02-01,100000000,2,3,4,5,x\n", "pe '100000000' is too large (at most 99999999.9999)"),
+        ("RELIANCE,2025-02-01,-1e400,2,3,4,5,x\n", "pe '-1e400' is too small (at least -99999999.9999)"),
+        (f"RELIANCE,2025-02-01,1,2,3,4,5,{'s' * 101}\n", "source is 101 characters (at most 100)"),
+    ],
+)
+def test_fundamentals_beyond_their_column_are_refused(universe, tmp_path, row, reason):
+    report = import_fundamentals(write(tmp_path, FUND_HEADER + row))
+
+    assert report.problem_lines() == [f"{tmp_path / 'data.csv'}:2: {reason}"]
+    assert FundamentalsSnapshot.objects.count() == 0
+
+
+def test_a_field_beyond_the_csv_size_limit_is_a_line_problem_not_a_traceback(universe, tmp_path):
+    import csv
+
+    huge = "x" * (csv.field_size_limit() + 1)
+    text = NEWS_HEADER + "RELIANCE,Fine,Wire,2025-01-02T10:00:00\n" + f'RELIANCE,"{huge}",Wire,2025-01-02\n'
+    path = write(tmp_path, text)
+
+    report = import_news(path)
+
+    [line] = report.problem_lines()
+    assert line.startswith(f"{path}:3: a field is longer than {csv.field_size_limit():,} characters")
+    assert NewsItem.objects.count() == 0
+
+
+# --- line numbers are the file's lines ----------------------------------------------------------
+
+
+def test_line_numbers_count_the_newlines_inside_quoted_fields(universe, tmp_path):
+    text = NEWS_HEADER + (
+        'RELIANCE,"Reliance wins\na large\ncontract",Wire,2025-01-02T10:00:00\n'
+        "RELIANCE,,Wire,2025-01-02T10:00:00\n"
+    )
+
+    report = import_news(write(tmp_path, text))
+
+    assert report.problem_lines() == [f"{tmp_path / 'data.csv'}:5: headline is empty"]
+
+
+def test_blank_lines_are_skipped_and_still_counted(universe, tmp_path):
+    text = HEADER + "RELIANCE,2025-01-01,100,105,99,104,1000\n\n\nRELIANCE,2025-01-02,100,98,99,99,1000\n"
+
+    report = import_bars(write(tmp_path, text))
+
+    assert report.rows_read == 2
+    assert report.problem_lines()[0].split(": ", 1)[0].endswith(":5")
+
+
+def test_a_non_utf8_line_is_named_by_its_line(universe, tmp_path):
+    path = tmp_path / "latin.csv"
+    path.write_bytes((HEADER + GOOD_ROWS).encode() + "RELIANCE,2025-01-03,1,1,1,1,1 caf\xe9\n".encode("latin-1"))
+
+    with pytest.raises(ImportFileError, match=f"{path}:5: not UTF-8 text"):
+        import_bars(path)
+    assert not DailyBar.objects.exists()
+
+
+# --- large files: batches inside one transaction ------------------------------------------------
+
+
+def _many_bars(count: int, symbol: str = "RELIANCE") -> str:
+    from tests.conftest import trading_days
+
+    return "".join(f"{symbol},{day},100,105,99,104,1000\n" for day in trading_days(dt.date(2020, 1, 1), count))
+
+
+def test_a_large_file_is_written_in_batches(universe, tmp_path, monkeypatch):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    monkeypatch.setattr("trading.imports.BATCH_ROWS", 4)
+
+    with CaptureQueriesContext(connection) as queries:
+        report = import_bars(write(tmp_path, HEADER + _many_bars(10)))
+
+    assert report.ok and report.written == 10 and DailyBar.objects.count() == 10
+    inserts = [q for q in queries.captured_queries if q["sql"].startswith('INSERT INTO "trading_dailybar"')]
+    assert len(inserts) == 3
+
+
+def test_a_problem_in_the_last_batch_undoes_the_earlier_batches(universe, tmp_path, monkeypatch):
+    monkeypatch.setattr("trading.imports.BATCH_ROWS", 4)
+    text = HEADER + _many_bars(10) + "RELIANCE,2099-01-01,100,105,99,104,1000\n"
+
+    report = import_bars(write(tmp_path, text))
+
+    assert not report.ok and report.written == 0
+    assert report.problem_lines()[0].split(": ", 1)[0].endswith(":12")
+    assert not DailyBar.objects.exists() and not AuditEvent.objects.exists()
+
+
+def test_a_file_with_thousands_of_problems_lists_the_first_thousand_and_counts_all(universe, tmp_path):
+    text = HEADER + "".join(f"RELIANCE,bad{i},1,1,1,1,1\n" for i in range(1_200))
+
+    report = import_bars(write(tmp_path, text))
+
+    assert len(report.problem_lines()) == 1_000
+    assert "1200 problem(s) in 1200 row(s)" in report.summary() and "first 1000 listed" in report.summary()
+
+
+def test_the_column_limits_match_the_models():
+    from trading.domain import market_csv
+    from trading.models import DailyBar, FundamentalsSnapshot, Instrument, NewsItem
+
+    def largest(field) -> Decimal:
+        return Decimal(10) ** (field.max_digits - field.decimal_places) - Decimal(10) ** -field.decimal_places
+
+    columns = {
+        "symbol": Instrument._meta.get_field("symbol").max_length,
+        "headline": NewsItem._meta.get_field("headline").max_length,
+        "source": NewsItem._meta.get_field("source").max_length,
+        "url": NewsItem._meta.get_field("url").max_length,
+        "fundamentals_source": FundamentalsSnapshot._meta.get_field("source").max_length,
+    }
+    assert largest(DailyBar._meta.get_field("open")) == market_csv.PRICE_MAX
+    assert largest(FundamentalsSnapshot._meta.get_field("pe")) == market_csv.RATIO_MAX
+    assert columns == market_csv.TEXT_LIMITS

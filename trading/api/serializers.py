@@ -3,7 +3,33 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from agents.providers.factory import PROVIDERS
+from trading import edge
 from trading.models import DailyBar, Instrument
+
+
+def _desk_date(value, name: str):
+    """A date inside the desk's window (DATE_FLOOR to today): 0001-01-01 and 9999-12-31 overflowed
+    the features' date arithmetic, and a run as of a day to come has nothing to read."""
+    try:
+        return edge.check_date(value, name)
+    except edge.InputInvalid as problem:
+        raise serializers.ValidationError(str(problem)) from None
+
+
+class CommentField(serializers.CharField):
+    """Free text a person types: the one limit (``edge.MAX_COMMENT_CHARS``, ``maxLength`` in the
+    schema) refused with the same words as on the page, before DRF's own length message."""
+
+    def __init__(self, *, what: str, **kwargs) -> None:
+        self.what = what
+        super().__init__(max_length=edge.MAX_COMMENT_CHARS, **kwargs)
+
+    def to_internal_value(self, data) -> str:
+        value = super().to_internal_value(data)
+        try:
+            return edge.check_comment(value, self.what)
+        except edge.InputInvalid as problem:
+            raise serializers.ValidationError(str(problem)) from None
 
 
 class InstrumentOutput(serializers.ModelSerializer):
@@ -31,8 +57,12 @@ class BarFilterInput(serializers.Serializer):
 
 class AsOfInput(serializers.Serializer):
     as_of = serializers.DateField(
-        required=False, help_text="the bundle as of this date (YYYY-MM-DD); the latest bar when omitted"
+        required=False,
+        help_text="the bundle as of this date (YYYY-MM-DD), from 1990-01-01 to today; the latest bar when omitted",
     )
+
+    def validate_as_of(self, value):
+        return _desk_date(value, "as_of")
 
 
 class StageOutput(serializers.Serializer):
@@ -75,9 +105,15 @@ class RunDetailOutput(RunOutput):
 
 
 class RunStartInput(serializers.Serializer):
-    symbols = serializers.ListField(child=serializers.CharField(), min_length=1, max_length=500)
-    as_of = serializers.DateField(required=False)
+    symbols = serializers.ListField(child=serializers.CharField(max_length=64), min_length=1, max_length=500)
+    as_of = serializers.DateField(
+        required=False,
+        help_text="from 1990-01-01 to today; when omitted, the latest bar of these instruments up to today",
+    )
     provider = serializers.ChoiceField(choices=PROVIDERS, required=False)
+
+    def validate_as_of(self, value):
+        return _desk_date(value, "as_of")
 
 
 class ThesisOutput(serializers.Serializer):
@@ -104,7 +140,9 @@ class ThesisOutput(serializers.Serializer):
 
 
 class DecisionInput(serializers.Serializer):
-    comment = serializers.CharField(required=False, allow_blank=True, max_length=2000, default="")
+    comment = CommentField(
+        what="comment", required=False, allow_blank=True, default="", help_text="why (required to reject)"
+    )
 
 
 class PositionOutput(serializers.Serializer):
@@ -129,8 +167,8 @@ class PositionOutput(serializers.Serializer):
 
 
 class PositionCloseInput(serializers.Serializer):
-    comment = serializers.CharField(
-        max_length=2000,
+    comment = CommentField(
+        what="reason",
         help_text="why the position is closed by hand (required)",
         error_messages={
             "required": "say why you close it by hand: a reason is required",

@@ -1,8 +1,10 @@
 from django.urls import path
 
 from trading.api import views
+from trading.views_health import HealthApi
 
 urlpatterns = [
+    path("health/", HealthApi.as_view(), name="api-health"),
     path("instruments/", views.InstrumentListApi.as_view(), name="api-instruments"),
     path("instruments/<str:symbol>/", views.InstrumentDetailApi.as_view(), name="api-instrument"),
     path("instruments/<str:symbol>/bars/", views.BarListApi.as_view(), name="api-bars"),

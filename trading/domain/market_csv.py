@@ -1,20 +1,33 @@
 """Row-by-row validation of market-data CSV files, without touching storage.
 
-Each parser returns the rows it accepted and a list of problems, each with its line number and a
-plain reason. The importer writes nothing unless the list of problems is empty.
+Each validator checks one row at a time (so a file of any size streams through it) and returns
+the row it accepted or a problem with a plain reason; the importer writes nothing unless the file
+had no problem at all. Values must fit the columns they go to (digits, 64-bit volumes, lengths)
+and dates must fall in the desk's window: not before ``DATE_FLOOR`` and not after today.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from zoneinfo import ZoneInfo
 
 PRICE_QUANTUM = Decimal("0.0001")
 RATIO_QUANTUM = Decimal("0.0001")
-MAX_HEADLINE = 500
+# The columns' capacity (DecimalField max_digits=18/12, decimal_places=4; BigIntegerField; the
+# CharFields' max_length): a value beyond them is refused here instead of failing the database
+# write (PostgreSQL) or being stored as something else (SQLite). A test pins them to the models.
+PRICE_MAX = Decimal("99999999999999.9999")
+RATIO_MAX = Decimal("99999999.9999")
+VOLUME_MAX = 2**63 - 1
+TEXT_LIMITS = {"symbol": 32, "headline": 500, "source": 100, "url": 200, "fundamentals_source": 100}
+MAX_HEADLINE = TEXT_LIMITS["headline"]
+# No market data the desk trades on predates 1990 (NSE opened in 1992, electronic trading in
+# 1994; BSE's SENSEX history in common feeds starts in the late 1980s at best): an older date is a
+# typo or a placeholder such as 0001-01-01, and would reach the date arithmetic of the features.
+DATE_FLOOR = dt.date(1990, 1, 1)
 
 BAR_COLUMNS = ("symbol", "date", "open", "high", "low", "close", "volume")
 NEWS_COLUMNS = ("symbol", "headline", "source", "published_at")
@@ -64,37 +77,96 @@ class _RowError(ValueError):
     pass
 
 
+@dataclass(frozen=True)
+class DateWindow:
+    """The dates a row may carry: from ``floor`` to ``today`` (the current session on the desk's
+    clock, named by ``zone``). A bar dated after today would be taken as a session that has not
+    happened, and the book pass would record it as done."""
+
+    today: dt.date
+    zone: str
+    floor: dt.date = DATE_FLOOR
+
+    def problem(self, value: dt.date, column: str) -> str | None:
+        if value > self.today:
+            return f"{column} {value} is after today, {self.today}, the current session ({self.zone})"
+        if value < self.floor:
+            return f"{column} {value} is before {self.floor}, the earliest date the desk accepts"
+        return None
+
+    def check(self, value: dt.date, column: str) -> None:
+        if (problem := self.problem(value, column)) is not None:
+            raise _RowError(problem)
+
+
 def missing_columns(header: Sequence[str] | None, required: Sequence[str]) -> list[str]:
     present = {name.strip().lower() for name in header or ()}
     return [name for name in required if name not in present]
 
 
-def _clean(row: Mapping[str, str | None]) -> dict[str, str]:
-    return {(key or "").strip().lower(): (value or "").strip() for key, value in row.items()}
+def _cut(text: str, limit: int = 40) -> str:
+    """A value cited in a reason, cut short: a reason must stay readable whatever the file holds."""
+    return text if len(text) <= limit else f"{text[:limit]}…"
 
 
-def parse_date(text: str, column: str) -> dt.date:
+def _shown(text: str) -> str:
+    return repr(_cut(text))
+
+
+def _text(row: Mapping[str, str], column: str, limit: int, *, label: str | None = None) -> str:
+    value = row.get(column, "")
+    name = label or column
+    if "\x00" in value:
+        raise _RowError(f"{name} contains a NUL character")
+    if len(value) > limit:
+        raise _RowError(f"{name} is {len(value)} characters (at most {limit})")
+    return value
+
+
+def parse_date(text: str, column: str, window: DateWindow | None = None) -> dt.date:
     try:
-        return dt.date.fromisoformat(text)
+        value = dt.date.fromisoformat(text)
     except ValueError:
-        raise _RowError(f"{column} {text!r} is not a date (expected YYYY-MM-DD)") from None
+        raise _RowError(f"{column} {_shown(text)} is not a date (expected YYYY-MM-DD)") from None
+    if window is not None:
+        window.check(value, column)
+    return value
 
 
-def parse_datetime(text: str, column: str, default_tz: ZoneInfo) -> dt.datetime:
+def _local_date(value: dt.datetime, tz: ZoneInfo) -> dt.date:
+    """The day on the desk's clock; at the ends of the calendar (year 1, year 9999) the shift can
+    overflow, and the row's own date is then as good an answer: it is far outside the window."""
+    try:
+        return value.astimezone(tz).date()
+    except OverflowError:
+        return value.date()
+
+
+def parse_datetime(text: str, column: str, default_tz: ZoneInfo, window: DateWindow | None = None) -> dt.datetime:
     try:
         value = dt.datetime.fromisoformat(text)
     except ValueError:
-        raise _RowError(f"{column} {text!r} is not a date-time (expected ISO 8601)") from None
-    return value if value.tzinfo else value.replace(tzinfo=default_tz)
+        raise _RowError(f"{column} {_shown(text)} is not a date-time (expected ISO 8601)") from None
+    value = value if value.tzinfo else value.replace(tzinfo=default_tz)
+    if window is not None:
+        window.check(_local_date(value, default_tz), column)
+    return value
 
 
-def parse_decimal(text: str, column: str, *, quantum: Decimal = PRICE_QUANTUM) -> Decimal:
+def parse_decimal(
+    text: str, column: str, *, quantum: Decimal = PRICE_QUANTUM, largest: Decimal = PRICE_MAX
+) -> Decimal:
     try:
         value = Decimal(text)
     except InvalidOperation:
-        raise _RowError(f"{column} {text!r} is not a number") from None
+        raise _RowError(f"{column} {_shown(text)} is not a number") from None
     if not value.is_finite():
-        raise _RowError(f"{column} {text!r} is not a finite number")
+        raise _RowError(f"{column} {_shown(text)} is not a finite number")
+    # Compared before quantize, and without arithmetic (copy_abs, not abs): 1e999999999 is beyond
+    # the decimal context, so quantizing it or rounding it would raise instead of answering.
+    if value.copy_abs() > largest:
+        limit = f"at least {-largest}" if value < 0 else f"at most {largest}"
+        raise _RowError(f"{column} {_shown(text)} is too {'small' if value < 0 else 'large'} ({limit})")
     return value.quantize(quantum, rounding=ROUND_HALF_EVEN)
 
 
@@ -102,19 +174,31 @@ def parse_volume(text: str) -> int:
     try:
         value = Decimal(text)
     except InvalidOperation:
-        raise _RowError(f"volume {text!r} is not a number") from None
+        raise _RowError(f"volume {_shown(text)} is not a number") from None
     if not value.is_finite() or value != value.to_integral_value():
-        raise _RowError(f"volume {text!r} is not a whole number")
+        raise _RowError(f"volume {_shown(text)} is not a whole number")
     if value <= 0:
-        raise _RowError(f"volume {text} is not positive")
+        raise _RowError(f"volume {_cut(text)} is not positive")
+    # Compared as a Decimal: int() of 1e999999999 would build a billion-digit integer first.
+    if value > VOLUME_MAX:
+        raise _RowError(f"volume {_cut(text)} does not fit in 64 bits (at most {VOLUME_MAX})")
     return int(value)
 
 
-def _parse_bar(line: int, row: dict[str, str]) -> BarRow:
-    symbol = row["symbol"].upper()
+def _symbol(row: Mapping[str, str]) -> str:
+    """``SYMBOL`` or ``EXCHANGE:SYMBOL``, upper-cased; the symbol part must fit its column."""
+    symbol = _text(row, "symbol", 100_000).upper()
+    bare = symbol.rpartition(":")[2]
+    if len(bare) > TEXT_LIMITS["symbol"]:
+        raise _RowError(f"symbol is {len(bare)} characters (at most {TEXT_LIMITS['symbol']})")
+    return symbol
+
+
+def _parse_bar(line: int, row: Mapping[str, str], window: DateWindow) -> BarRow:
+    symbol = _symbol(row)
     if not symbol:
         raise _RowError("symbol is empty")
-    date = parse_date(row["date"], "date")
+    date = parse_date(row["date"], "date", window)
     prices = {name: parse_decimal(row[name], name) for name in ("open", "high", "low", "close")}
     for name, value in prices.items():
         if value <= 0:
@@ -128,106 +212,108 @@ def _parse_bar(line: int, row: dict[str, str]) -> BarRow:
     return BarRow(line=line, symbol=symbol, date=date, volume=parse_volume(row["volume"]), **prices)
 
 
-def parse_bar_rows(
-    rows: Iterable[Mapping[str, str | None]], *, first_line: int = 2
-) -> tuple[list[BarRow], list[RowProblem]]:
-    """Validate bars. Within a symbol, dates must be strictly increasing: a repeat is a duplicate
-    and an earlier date after a later one is out of order (a sign of a spliced or corrupt file)."""
-    accepted: list[BarRow] = []
-    problems: list[RowProblem] = []
-    last_date: dict[str, dt.date] = {}
-    seen: dict[tuple[str, dt.date], int] = {}
-    for line, raw in enumerate(rows, start=first_line):
+def row_from(header: Sequence[str], values: Sequence[str]) -> dict[str, str]:
+    """One CSV record as ``column -> stripped text``; a short record's missing fields are empty and
+    an extra field is ignored. ``header`` is already lower-cased and stripped (``clean_header``)."""
+    return {name: values[i].strip() if i < len(values) else "" for i, name in enumerate(header)}
+
+
+def clean_header(header: Sequence[str]) -> list[str]:
+    return [name.strip().lower() for name in header]
+
+
+class BarValidator:
+    """Validates bars one row at a time. Within a symbol, dates must be strictly increasing: a
+    repeat is a duplicate and an earlier date after a later one is out of order (a sign of a spliced
+    or corrupt file). Only each symbol's last date is kept, so memory grows with the symbols in the
+    file, never with its rows: a repeat of the last date names that line; any earlier date, repeated
+    or not, is out of order."""
+
+    def __init__(self, window: DateWindow) -> None:
+        self.window = window
+        self._last: dict[str, tuple[dt.date, int]] = {}
+
+    def check(self, line: int, row: Mapping[str, str]) -> BarRow | RowProblem:
         try:
-            bar = _parse_bar(line, _clean(raw))
+            bar = _parse_bar(line, row, self.window)
         except _RowError as error:
-            problems.append(RowProblem(line, str(error)))
-            continue
-        key = (bar.symbol, bar.date)
-        if key in seen:
-            problems.append(RowProblem(line, f"duplicate date {bar.date} for {bar.symbol} (first on line {seen[key]})"))
-            continue
-        previous = last_date.get(bar.symbol)
-        if previous is not None and bar.date < previous:
-            problems.append(RowProblem(line, f"out of order: {bar.symbol} {bar.date} comes after {previous}"))
-            continue
-        seen[key] = line
-        last_date[bar.symbol] = bar.date
-        accepted.append(bar)
-    return accepted, problems
+            return RowProblem(line, str(error))
+        previous = self._last.get(bar.symbol)
+        if previous is not None:
+            last_date, last_line = previous
+            if bar.date == last_date:
+                return RowProblem(line, f"duplicate date {bar.date} for {bar.symbol} (first on line {last_line})")
+            if bar.date < last_date:
+                return RowProblem(line, f"out of order: {bar.symbol} {bar.date} comes after {last_date}")
+        self._last[bar.symbol] = (bar.date, line)
+        return bar
 
 
-def _parse_news(line: int, row: dict[str, str], default_tz: ZoneInfo) -> NewsRow:
-    headline = " ".join(row["headline"].split())
-    if not headline:
-        raise _RowError("headline is empty")
-    if len(headline) > MAX_HEADLINE:
-        raise _RowError(f"headline is {len(headline)} characters (at most {MAX_HEADLINE})")
-    source = row["source"]
-    if not source:
-        raise _RowError("source is empty")
-    symbol = row["symbol"].upper()
-    return NewsRow(
-        line=line,
-        symbol=None if symbol in MARKET_WIDE else symbol,
-        headline=headline,
-        source=source,
-        published_at=parse_datetime(row["published_at"], "published_at", default_tz),
-        url=row.get("url", ""),
-    )
+class NewsValidator:
+    """Validates headlines; an empty symbol or ``*`` marks a market-wide item. A date-time without an
+    offset is read in ``default_tz`` (the desk's time zone), and so is the day the window checks."""
 
+    def __init__(self, window: DateWindow, default_tz: ZoneInfo) -> None:
+        self.window = window
+        self.default_tz = default_tz
 
-def parse_news_rows(
-    rows: Iterable[Mapping[str, str | None]], *, default_tz: ZoneInfo, first_line: int = 2
-) -> tuple[list[NewsRow], list[RowProblem]]:
-    """Validate headlines; an empty symbol or ``*`` marks a market-wide item. A date-time without an
-    offset is read in ``default_tz`` (the desk's time zone)."""
-    accepted: list[NewsRow] = []
-    problems: list[RowProblem] = []
-    for line, raw in enumerate(rows, start=first_line):
+    def check(self, line: int, row: Mapping[str, str]) -> NewsRow | RowProblem:
         try:
-            accepted.append(_parse_news(line, _clean(raw), default_tz))
+            return self._parse(line, row)
         except _RowError as error:
-            problems.append(RowProblem(line, str(error)))
-    return accepted, problems
+            return RowProblem(line, str(error))
+
+    def _parse(self, line: int, row: Mapping[str, str]) -> NewsRow:
+        headline = " ".join(_text(row, "headline", 100_000).split())
+        if not headline:
+            raise _RowError("headline is empty")
+        if len(headline) > MAX_HEADLINE:
+            raise _RowError(f"headline is {len(headline)} characters (at most {MAX_HEADLINE})")
+        source = _text(row, "source", TEXT_LIMITS["source"])
+        if not source:
+            raise _RowError("source is empty")
+        symbol = "" if row.get("symbol", "") in MARKET_WIDE else _symbol(row)
+        return NewsRow(
+            line=line,
+            symbol=symbol or None,
+            headline=headline,
+            source=source,
+            published_at=parse_datetime(row["published_at"], "published_at", self.default_tz, self.window),
+            url=_text(row, "url", TEXT_LIMITS["url"]),
+        )
 
 
-def _parse_fundamentals(line: int, row: dict[str, str]) -> FundamentalsRow:
-    symbol = row["symbol"].upper()
-    if not symbol:
-        raise _RowError("symbol is empty")
-    as_of = parse_date(row["as_of"], "as_of")
-    ratios = {
-        name: parse_decimal(row[name], name, quantum=RATIO_QUANTUM) if row.get(name) else None
-        for name in FUNDAMENTAL_RATIOS
-    }
-    if all(value is None for value in ratios.values()):
-        raise _RowError("every ratio is empty")
-    return FundamentalsRow(line=line, symbol=symbol, as_of=as_of, source=row.get("source") or "csv", ratios=ratios)
+class FundamentalsValidator:
+    """Validates fundamentals snapshots. Blank ratios are allowed (not reported); a row with none is
+    not. A repeated (symbol, as_of) names the first line (one entry per snapshot: files are small)."""
 
+    def __init__(self, window: DateWindow) -> None:
+        self.window = window
+        self._seen: dict[tuple[str, dt.date], int] = {}
 
-def parse_fundamentals_rows(
-    rows: Iterable[Mapping[str, str | None]], *, first_line: int = 2
-) -> tuple[list[FundamentalsRow], list[RowProblem]]:
-    """Validate fundamentals snapshots. Blank ratios are allowed (not reported); a row with none is not."""
-    accepted: list[FundamentalsRow] = []
-    problems: list[RowProblem] = []
-    seen: dict[tuple[str, dt.date], int] = {}
-    for line, raw in enumerate(rows, start=first_line):
+    def check(self, line: int, row: Mapping[str, str]) -> FundamentalsRow | RowProblem:
         try:
-            snapshot = _parse_fundamentals(line, _clean(raw))
+            snapshot = self._parse(line, row)
         except _RowError as error:
-            problems.append(RowProblem(line, str(error)))
-            continue
+            return RowProblem(line, str(error))
         key = (snapshot.symbol, snapshot.as_of)
-        if key in seen:
-            problems.append(
-                RowProblem(
-                    line,
-                    f"duplicate as_of {snapshot.as_of} for {snapshot.symbol} (first on line {seen[key]})",
-                )
+        if key in self._seen:
+            return RowProblem(
+                line, f"duplicate as_of {snapshot.as_of} for {snapshot.symbol} (first on line {self._seen[key]})"
             )
-            continue
-        seen[key] = line
-        accepted.append(snapshot)
-    return accepted, problems
+        self._seen[key] = line
+        return snapshot
+
+    def _parse(self, line: int, row: Mapping[str, str]) -> FundamentalsRow:
+        symbol = _symbol(row)
+        if not symbol:
+            raise _RowError("symbol is empty")
+        as_of = parse_date(row["as_of"], "as_of", self.window)
+        ratios = {
+            name: parse_decimal(row[name], name, quantum=RATIO_QUANTUM, largest=RATIO_MAX) if row.get(name) else None
+            for name in FUNDAMENTAL_RATIOS
+        }
+        if all(value is None for value in ratios.values()):
+            raise _RowError("every ratio is empty")
+        source = _text(row, "source", TEXT_LIMITS["fundamentals_source"], label="source") or "csv"
+        return FundamentalsRow(line=line, symbol=symbol, as_of=as_of, source=source, ratios=ratios)

@@ -1,0 +1,1 @@
+"""Who may get in and what never leaks: log-in lock-out, API tokens and throttles, private files."""
