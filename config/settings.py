@@ -431,5 +431,6 @@ LOGGING = {
     "filters": {"redact_secrets": {"()": "agents.redaction.RedactSecretsFilter"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact_secrets"]}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"daphne": {"level": "WARNING"}},
+    # axes announces its version at every start (each manage.py command): noise for an operator.
+    "loggers": {"daphne": {"level": "WARNING"}, "axes": {"level": "WARNING"}},
 }
