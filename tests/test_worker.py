@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db import connection
 
 from agents.models import ModelCall
+from tests.processes import stop_group, wait_for
 from trading.models import FeatureSnapshot, PipelineRun, StageRun, Thesis
 from trading.pipeline import STAGES, pipeline_run_create
 from trading.tasks import compute_feature_snapshot, run_pipeline
@@ -71,26 +72,11 @@ def start_worker():
 
     yield start
     for process in processes:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+        stop_group(process)
 
 
 def _queue() -> str:
     return f"test-{uuid.uuid4().hex[:10]}"
-
-
-def _wait_for(condition, *, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_a_real_worker_computes_and_stores_a_feature_snapshot(instrument_with_bars, start_worker):
@@ -120,7 +106,7 @@ def test_a_worker_killed_mid_run_is_resumed_without_duplicates(instrument_with_b
         instrument=instrument_with_bars, as_of=instrument_with_bars.bars.latest("date").date, provider="offline"
     )
     run_pipeline.apply_async((run.pk,), queue=queue)
-    _wait_for(
+    wait_for(
         lambda: StageRun.objects.filter(run=run, stage="analysts", status="done").exists(),
         timeout=90,
         what="the analysts stage",
@@ -137,9 +123,9 @@ def test_a_worker_killed_mid_run_is_resumed_without_duplicates(instrument_with_b
     # longer exists and queues it to itself as it starts.
     started = time.monotonic()
     start_worker(queue)
-    _wait_for(lambda: PipelineRun.objects.get(pk=run.pk).attempts == 2, timeout=90, what="the run to be taken back")
+    wait_for(lambda: PipelineRun.objects.get(pk=run.pk).attempts == 2, timeout=90, what="the run to be taken back")
     claimed = time.monotonic() - started
-    _wait_for(lambda: PipelineRun.objects.get(pk=run.pk).is_finished, timeout=90, what="the resumed run")
+    wait_for(lambda: PipelineRun.objects.get(pk=run.pk).is_finished, timeout=90, what="the resumed run")
     print(
         f"\nrecovery from a fresh worker's start: taken back after {claimed:.1f} s, "
         f"finished after {time.monotonic() - started:.1f} s"

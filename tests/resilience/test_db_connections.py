@@ -27,6 +27,7 @@ from django.db import connection
 from django.test import Client
 
 from tests.conftest import require_or_skip
+from tests.processes import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -179,15 +180,6 @@ def _burst(url: str, cookie: str, clients: int) -> list[int]:
         return list(pool.map(one, range(clients)))
 
 
-def _wait_for(condition: Callable[[], bool], *, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def test_a_burst_of_fifty_clients_stays_within_the_pool_and_the_pool_shrinks_after(daphne, viewer, instrument):
     cookie = _session_cookie(viewer)
     url = f"{daphne.url}/api/instruments/"
@@ -207,6 +199,6 @@ def test_a_burst_of_fifty_clients_stays_within_the_pool_and_the_pool_shrinks_aft
         assert set(sequential) == {200} and statuses == [200] * (2 * CLIENTS)
         assert after_sequential <= POOL_MAX
         assert max(sampler.seen) <= POOL_MAX + MARGIN, sampler.seen
-        _wait_for(lambda: count() <= POOL_MIN, timeout=30, what=f"the pool to shrink back to {POOL_MIN}")
+        wait_for(lambda: count() <= POOL_MIN, timeout=30, what=f"the pool to shrink back to {POOL_MIN}")
     finally:
         count.close()  # type: ignore[attr-defined]

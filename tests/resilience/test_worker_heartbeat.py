@@ -4,7 +4,6 @@ who answered, so the health page says which workers are alive without asking the
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -15,6 +14,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from tests.processes import stop_group
 from trading.health import health_report
 from trading.heartbeats import scheduler_tick
 from trading.models import Heartbeat
@@ -52,13 +52,7 @@ def worker_named(tmp_path):
 
     yield start
     for process in processes:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+        stop_group(process)
 
 
 def test_an_idle_worker_answers_the_ticks_ping_and_is_seen(worker_named, tmp_path):
