@@ -88,12 +88,14 @@ def test_a_rejection_needs_a_reason_and_is_final(pending_thesis, approver):
 
 @pytest.mark.django_db(transaction=True)
 def test_twenty_simultaneous_approvals_place_exactly_one_order(pending_thesis, approver):
-    barrier = threading.Barrier(20)
+    # Each thread gets its own copy, loaded here: a thread that held a database connection while
+    # waiting at the barrier could starve the others of a pooled one.
+    copies = [Thesis.objects.select_related("instrument", "run").get(pk=pending_thesis.pk) for _ in range(20)]
+    barrier = threading.Barrier(20, timeout=60)
     outcomes: list[str] = []
     lock = threading.Lock()
 
-    def approve() -> None:
-        thesis = Thesis.objects.select_related("instrument", "run").get(pk=pending_thesis.pk)
+    def approve(thesis: Thesis) -> None:
         barrier.wait()
         try:
             thesis_approve(thesis=thesis, user=approver, now=timezone.now())
@@ -105,7 +107,7 @@ def test_twenty_simultaneous_approvals_place_exactly_one_order(pending_thesis, a
         with lock:
             outcomes.append(result)
 
-    threads = [threading.Thread(target=approve) for _ in range(20)]
+    threads = [threading.Thread(target=approve, args=(copy,)) for copy in copies]
     for thread in threads:
         thread.start()
     for thread in threads:

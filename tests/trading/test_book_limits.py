@@ -131,12 +131,14 @@ def test_the_api_answers_409_with_the_failing_checks(approver, client):
 def test_approvers_approving_different_theses_at_once_never_pass_a_limit_between_them(approver):
     account = book_account(max_positions=3)
     theses = _theses(account, 8)
-    barrier = threading.Barrier(len(theses))
+    # Loaded here, not in the threads: a thread holding a pooled connection at the barrier could
+    # starve the others.
+    copies = [Thesis.objects.select_related("instrument", "run").get(pk=thesis.pk) for thesis in theses]
+    barrier = threading.Barrier(len(theses), timeout=60)
     outcomes: list[str] = []
     lock = threading.Lock()
 
-    def approve(thesis_id: int) -> None:
-        thesis = Thesis.objects.select_related("instrument", "run").get(pk=thesis_id)
+    def approve(thesis: Thesis) -> None:
         barrier.wait()
         try:
             thesis_approve(thesis=thesis, user=approver, as_of=SESSION)
@@ -148,7 +150,7 @@ def test_approvers_approving_different_theses_at_once_never_pass_a_limit_between
         with lock:
             outcomes.append(result)
 
-    threads = [threading.Thread(target=approve, args=(thesis.pk,)) for thesis in theses]
+    threads = [threading.Thread(target=approve, args=(copy,)) for copy in copies]
     for thread in threads:
         thread.start()
     for thread in threads:

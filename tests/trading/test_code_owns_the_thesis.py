@@ -133,7 +133,7 @@ def test_a_usd_instrument_in_a_rupee_account_is_refused_rather_than_sized_wrong(
 @pytest.mark.django_db(transaction=True)
 def test_runs_on_one_instrument_started_at_once_leave_one_thesis(instrument_with_bars, roomy_account):
     runs = [_run(instrument_with_bars) for _ in range(4)]
-    barrier = threading.Barrier(len(runs))
+    barrier = threading.Barrier(len(runs), timeout=60)
 
     def execute(run_id: int) -> None:
         barrier.wait()
