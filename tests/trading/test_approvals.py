@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
-import threading
 from decimal import Decimal
+from functools import partial
 
 import pytest
-from django.db import connection
 from django.utils import timezone
 
+from tests.processes import at_once
 from trading.approvals import DecisionRefused, theses_expire, thesis_approve, thesis_reject
 from trading.models import AuditEvent, DailyBar, Order, Thesis
 
@@ -88,30 +88,16 @@ def test_a_rejection_needs_a_reason_and_is_final(pending_thesis, approver):
 
 @pytest.mark.django_db(transaction=True)
 def test_twenty_simultaneous_approvals_place_exactly_one_order(pending_thesis, approver):
-    # Each thread gets its own copy, loaded here: a thread that held a database connection while
-    # waiting at the barrier could starve the others of a pooled one.
     copies = [Thesis.objects.select_related("instrument", "run").get(pk=pending_thesis.pk) for _ in range(20)]
-    barrier = threading.Barrier(20, timeout=60)
-    outcomes: list[str] = []
-    lock = threading.Lock()
 
-    def approve(thesis: Thesis) -> None:
-        barrier.wait()
+    def approve(thesis: Thesis) -> str:
         try:
             thesis_approve(thesis=thesis, user=approver, now=timezone.now())
-            result = "approved"
         except DecisionRefused as refusal:
-            result = refusal.reason
-        finally:
-            connection.close()
-        with lock:
-            outcomes.append(result)
+            return refusal.reason
+        return "approved"
 
-    threads = [threading.Thread(target=approve, args=(copy,)) for copy in copies]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
+    outcomes = at_once([partial(approve, copy) for copy in copies])
 
     assert outcomes.count("approved") == 1, outcomes
     assert len(outcomes) == 20

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import threading
 from decimal import Decimal
+from functools import partial
 
 import pytest
-from django.db import connection
 from django.urls import reverse
 
+from tests.processes import at_once
 from tests.trading.book_rows import SESSION, book_account, instrument_at, pending
 from trading import broker
 from trading.approvals import DecisionRefused, thesis_approve
@@ -131,30 +131,16 @@ def test_the_api_answers_409_with_the_failing_checks(approver, client):
 def test_approvers_approving_different_theses_at_once_never_pass_a_limit_between_them(approver):
     account = book_account(max_positions=3)
     theses = _theses(account, 8)
-    # Loaded here, not in the threads: a thread holding a pooled connection at the barrier could
-    # starve the others.
     copies = [Thesis.objects.select_related("instrument", "run").get(pk=thesis.pk) for thesis in theses]
-    barrier = threading.Barrier(len(theses), timeout=60)
-    outcomes: list[str] = []
-    lock = threading.Lock()
 
-    def approve(thesis: Thesis) -> None:
-        barrier.wait()
+    def approve(thesis: Thesis) -> str:
         try:
             thesis_approve(thesis=thesis, user=approver, as_of=SESSION)
-            result = "approved"
         except DecisionRefused as refusal:
-            result = refusal.checks[0]["name"] if refusal.checks else refusal.reason
-        finally:
-            connection.close()
-        with lock:
-            outcomes.append(result)
+            return refusal.checks[0]["name"] if refusal.checks else refusal.reason
+        return "approved"
 
-    threads = [threading.Thread(target=approve, args=(copy,)) for copy in copies]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
+    outcomes = at_once([partial(approve, copy) for copy in copies])
 
     assert sorted(outcomes) == ["approved"] * 3 + ["max_positions"] * 5, outcomes
     assert Order.objects.filter(account=account).count() == 3
