@@ -140,9 +140,10 @@ def order_try_fill(*, order: Order, as_of: dt.date | None = None) -> Position | 
 def _fill_refusal(order: Order, account: Account, *, price: Decimal, costs: Decimal, on: dt.date) -> str:
     """Why this fill would breach the book, or "": every check again at the fill price (the book
     may have moved since approval), and the cash must pay for the shares and their costs."""
-    decision = thesis_book_check(order.thesis, account, entry=price, today=on, exclude_order_id=order.pk)
+    book = account_portfolio(account, today=on, instrument_id=order.instrument_id, exclude_order_id=order.pk)
+    decision = thesis_book_check(order.thesis, account, entry=price, today=on, portfolio=book)
     reasons = [f"{check.name}: {check.detail}" for check in decision.checks if not check.passed]
-    available = account_portfolio(account, today=on, exclude_order_id=order.pk).available_cash
+    available = book.available_cash
     needed = price * order.quantity + costs
     if needed > available:
         reasons.append(f"cash: {order.quantity} at {price} plus costs {costs} needs {needed}, available {available}")

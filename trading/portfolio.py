@@ -148,9 +148,9 @@ def instrument_live_idea(
         return f"an order is already working (order #{working})"
     if not include_pending:
         return ""
-    pending = Thesis.objects.filter(
-        account=account, instrument_id=instrument_id, status=Thesis.Status.PENDING
-    ).exclude(expires_at__lte=timezone.now())
+    pending = Thesis.objects.filter(account=account, instrument_id=instrument_id, status=Thesis.Status.PENDING).exclude(
+        expires_at__lte=timezone.now()
+    )
     if exclude_run_id is not None:
         pending = pending.exclude(run_id=exclude_run_id)
     if (waiting := pending.values_list("pk", flat=True).first()) is not None:
@@ -159,11 +159,17 @@ def instrument_live_idea(
 
 
 def thesis_book_check(
-    thesis: Thesis, account: Account, *, entry: Decimal, today: dt.date, exclude_order_id: int | None = None
+    thesis: Thesis,
+    account: Account,
+    *,
+    entry: Decimal,
+    today: dt.date,
+    exclude_order_id: int | None = None,
+    portfolio: PortfolioState | None = None,
 ) -> RiskDecision:
     """The thesis's fixed size at ``entry`` against the book as it is now: the re-check at
     approval (at the thesis's entry) and at fill (at the fill price, leaving out the order being
-    filled). Call it with the account locked."""
+    filled). Call it with the account locked; pass ``portfolio`` when it is already read."""
     run = thesis.run
     strategy = run.strategy_run.strategy if run.strategy_run_id else None
     return evaluate_risk(
@@ -173,7 +179,8 @@ def thesis_book_check(
         target=thesis.target,
         lot_size=thesis.instrument.lot_size,
         limits=risk_limits(account, strategy),
-        portfolio=account_portfolio(
+        portfolio=portfolio
+        or account_portfolio(
             account, today=today, instrument_id=thesis.instrument_id, exclude_order_id=exclude_order_id
         ),
         quantity=thesis.quantity,
