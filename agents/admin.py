@@ -1,7 +1,7 @@
 from django.contrib import admin
 
 from agents.models import MemoryEntry, ModelCall
-from config.admin import HistoryAdmin
+from security.history import HistoryAdmin
 
 
 @admin.register(ModelCall)

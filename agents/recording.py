@@ -11,9 +11,10 @@ import datetime as dt
 import threading
 from collections.abc import Callable, Iterable
 from decimal import Decimal
+from typing import Any
 
 from django.conf import settings
-from django.db.models import Sum
+from django.db.models import Count, Sum
 from django.utils import timezone
 
 from agents.domain.llm import BudgetExceeded, CallRecord
@@ -21,8 +22,8 @@ from agents.domain.memory import LIVE_SCOPE, HybridIndex, MemoryHit, MemoryRecor
 from agents.domain.pricing import PriceTable
 from agents.domain.schemas import ModelReply
 from agents.models import MemoryEntry, ModelCall
-from agents.providers.replay import prompt_key
-from agents.redaction import redact_secrets
+from agents.providers.recorded import prompt_key
+from security.redaction import redact_secrets
 
 
 class BufferedRecorder:
@@ -178,6 +179,7 @@ class _MemoryCache:
 
 memory_cache = _MemoryCache()
 
+
 def memory_scopes(*, replay_account_id: int | None = None) -> tuple[str, ...]:
     """What a run recalls. Live: live lessons only. A replay: the live lessons (``as_of`` still
     hides those written after the replayed day) and its own replay's, never another replay's."""
@@ -192,3 +194,11 @@ def memory_search(
     """The k most relevant lessons as of ``as_of`` within ``scopes`` (live lessons unless the
     caller names a replay's scopes: see ``memory_scopes``)."""
     return memory_cache.refresh().search(query, k=k, symbol=symbol, as_of=as_of, scopes=tuple(scopes))
+
+
+def run_totals(run) -> dict[str, Any]:
+    """What a run's model calls added up to: calls, tokens and cost (zero when it made none)."""
+    totals = ModelCall.objects.filter(run_id=run.pk).aggregate(
+        calls=Count("id"), input_tokens=Sum("input_tokens"), output_tokens=Sum("output_tokens"), cost=Sum("cost")
+    )
+    return {key: value or 0 for key, value in totals.items()}

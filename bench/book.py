@@ -80,7 +80,7 @@ class Page:
 def approver_user() -> object:
     from django.contrib.auth import get_user_model
 
-    from trading.roles import APPROVER, ensure_desk_groups
+    from trading.access import APPROVER, ensure_desk_groups
 
     user = get_user_model().objects.create_user(username=USERNAME, password=PASSWORD)
     user.groups.add(ensure_desk_groups()[APPROVER])
@@ -92,10 +92,10 @@ def real_theses() -> list[object]:
     the tests' ``pending_thesis``) so the risk engine passes most of them."""
     from decimal import Decimal
 
-    from trading.demo_seed import seed_demo
+    from trading.book.accounts import default_account
+    from trading.market.demo_seed import seed_demo
     from trading.models import Account, DailyBar, Instrument, Thesis
-    from trading.pipeline import pipeline_run_create, pipeline_run_execute
-    from trading.portfolio import default_account
+    from trading.pipeline.orchestrator import pipeline_run_create, pipeline_run_execute
 
     seed_demo()
     account = default_account()

@@ -33,7 +33,7 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 if str(PROJECT_ROOT) not in sys.path:
     sys.path.insert(0, str(PROJECT_ROOT))
 
-from trading.domain.indicators import (  # noqa: E402 - needs the project root on sys.path
+from trading.market.domain.indicators import (  # noqa: E402 - needs the project root on sys.path
     PRICE_SERIES,
     compute_series,
     prepare_universe,

@@ -111,7 +111,7 @@ def remove_instruments() -> None:
 
 def child(mode: str, path: Path) -> None:
     _setup_django()
-    from trading.imports import import_bars
+    from trading.market.imports import import_bars
 
     floor = _peak_rss_mb()
     started = time.perf_counter()

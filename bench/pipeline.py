@@ -107,7 +107,7 @@ class RunTiming:
 
 
 def execute_timed(run_id: int) -> float:
-    from trading.pipeline import pipeline_run_execute
+    from trading.pipeline.orchestrator import pipeline_run_execute
 
     started = time.perf_counter()
     pipeline_run_execute(run_id)
@@ -115,7 +115,7 @@ def execute_timed(run_id: int) -> float:
 
 
 def create_runs(instruments: Sequence[object], as_of: dt.date) -> list[int]:
-    from trading.pipeline import pipeline_run_create
+    from trading.pipeline.orchestrator import pipeline_run_create
 
     return [pipeline_run_create(instrument=i, as_of=as_of, provider="offline").pk for i in instruments]
 
@@ -155,7 +155,7 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 
 def demo_instrument() -> tuple[object, dt.date]:
-    from trading.demo_seed import seed_demo
+    from trading.market.demo_seed import seed_demo
     from trading.models import DailyBar, Instrument
 
     seed_demo()
@@ -241,9 +241,9 @@ def best_ms(action: Callable[[], object], repeats: int = 5) -> float:
 def print_fixed_costs(symbol: str) -> None:
     """The per-run pieces of 'outside' timed alone, so the reader can tell which dominates."""
     from agents import recording
+    from agents.clients import model_choice
     from agents.domain.pricing import PriceTable
     from trading.events import DeskEvent, publish
-    from trading.pipeline import model_choice
 
     recorder = recording.BufferedRecorder(run_id=None, prices=PriceTable.from_mapping({}))
     budget = best_ms(lambda: recording.RunBudget(run_id=0, recorder=recorder))
@@ -342,7 +342,7 @@ def create_news(instruments: Sequence[object], sessions: Sequence[dt.date], shar
     """A few headlines in the last week for ``share`` of the instruments (inside the news lookback)."""
     from zoneinfo import ZoneInfo
 
-    from trading.domain.news import content_hash
+    from trading.market.domain.news import content_hash
     from trading.models import NewsItem
 
     rng = np.random.default_rng(seed)
@@ -500,7 +500,7 @@ def worker_main(warm_up_run: int, run_ids: list[int], barrier: object, results: 
 
 
 def universe_section(args: argparse.Namespace) -> None:
-    from trading.domain.demo import DEMO_END, DEMO_START, trading_sessions
+    from trading.market.domain.demo import DEMO_END, DEMO_START, trading_sessions
 
     sessions = trading_sessions(DEMO_START, DEMO_END)[-args.bars :]
     started = time.perf_counter()

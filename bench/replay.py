@@ -112,23 +112,24 @@ def timed_steps(strict: bool) -> Iterator[StepTimes]:
     Unless ``strict``, a review that raises ValueError is recorded and skipped instead of ending
     the replay: the position is already closed (committed) when its review runs, as a live review
     task failing would leave it."""
-    from reviews import services as review_services
-    from trading import approvals, broker, strategies
+    from reviews import receivers as review_receivers
+    from trading.book import approvals, broker
+    from trading.strategies import replay
 
     times = StepTimes()
-    times.wrap(strategies, "replay_clear", "setup")
-    times.wrap(strategies, "_policy_user", "setup")
+    times.wrap(replay, "replay_clear", "setup")
+    times.wrap(replay, "_policy_user", "setup")
     times.wrap(broker, "positions_mark", "book pass")
     times.wrap(broker, "order_try_fill", "fills")
     times.wrap(broker, "position_close", "closes")
     tolerate = () if strict else (ValueError,)
-    times.wrap(review_services, "position_review", "reviews", tolerate)  # imported inside replay_strategy
-    times.wrap(strategies, "pipeline_run_create", "pipeline_run_create")
-    times.wrap(strategies, "pipeline_run_execute", "pipeline_run_execute")
-    times.wrap(strategies, "thesis_approve", "approvals")
+    times.wrap(review_receivers, "position_review", "reviews", tolerate)  # the replay's review receiver
+    times.wrap(replay, "pipeline_run_create", "pipeline_run_create")
+    times.wrap(replay, "pipeline_run_execute", "pipeline_run_execute")
+    times.wrap(replay, "thesis_approve", "approvals")
     times.wrap(approvals, "thesis_staleness", "staleness check")
     times.wrap(broker, "order_place", "order placement")
-    times.wrap(strategies, "strategy_run_decide", "decision")
+    times.wrap(replay, "strategy_run_decide", "decision")
     try:
         yield times
     finally:
@@ -139,7 +140,7 @@ def timed_steps(strict: bool) -> Iterator[StepTimes]:
 
 
 def demo_strategy() -> object:
-    from trading.demo_seed import seed_demo
+    from trading.market.demo_seed import seed_demo
     from trading.models import Instrument, Strategy
 
     seed_demo()
@@ -151,8 +152,8 @@ def demo_strategy() -> object:
 
 
 def last_sessions(strategy: object, days: int) -> list[dt.date]:
-    from trading.domain.demo import DEMO_END, DEMO_START
-    from trading.strategies import replay_sessions
+    from trading.market.domain.demo import DEMO_END, DEMO_START
+    from trading.strategies.replay import replay_sessions
 
     return replay_sessions(strategy, DEMO_START, DEMO_END)[-days:]
 
@@ -189,7 +190,7 @@ def refusal_kind(text: str) -> str:
 
 
 def run_replay(strategy: object, sessions: list[dt.date], progress: bool, strict: bool) -> ReplayResult:
-    from trading.strategies import ApprovalPolicy, replay_strategy
+    from trading.strategies.replay import ApprovalPolicy, replay_strategy
 
     approved, refused, decisions, day_seconds = 0, Counter(), Counter(), []
     budget_before_ms, _ = budget_read_ms()
@@ -235,8 +236,8 @@ class ReplayRecord:
 
 def read_record(strategy: object) -> ReplayRecord:
     from reviews.models import TradeReview
+    from trading.book.accounts import replay_account
     from trading.models import Order, PipelineRun, Position, StageRun, Thesis
-    from trading.portfolio import replay_account
 
     account = replay_account(strategy.name)
     runs = PipelineRun.objects.filter(strategy_run__strategy=strategy, is_replay=True)
@@ -438,7 +439,7 @@ def print_row_counts() -> None:
 def print_header(data_dir: Path, strategy: object, args: argparse.Namespace) -> None:
     from django.conf import settings
 
-    from trading.portfolio import replay_account
+    from trading.book.accounts import replay_account
 
     account = replay_account(strategy.name)
     print(

@@ -123,7 +123,7 @@ def viewer_client() -> object:
     from django.contrib.auth import get_user_model
     from django.test import Client
 
-    from trading.roles import VIEWER, ensure_desk_groups
+    from trading.access import VIEWER, ensure_desk_groups
 
     user = get_user_model().objects.create_user(username="bench-viewer", password="bench only")
     user.groups.add(ensure_desk_groups()[VIEWER])
@@ -172,7 +172,7 @@ def queries_of(action: Callable[[], object]) -> int:
 
 def measure(client: object, repeat: int) -> dict[str, tuple[float, float, int]]:
     """shape -> (page ms, selector ms, page queries)"""
-    from trading import selectors
+    from trading.pipeline import selectors
 
     new_run_rows = selectors.run_rows
 

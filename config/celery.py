@@ -14,7 +14,10 @@ logger = logging.getLogger(__name__)
 
 app = Celery("desk")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks()
+# Each concept keeps its tasks in a `tasks` module of its own package.
+app.autodiscover_tasks(
+    ["trading.market", "trading.pipeline", "trading.book", "trading.strategies", "trading.health", "reviews"]
+)
 
 
 @app.on_after_configure.connect

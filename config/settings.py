@@ -231,10 +231,18 @@ API_THROTTLE_RATES = {
     "token": _rate("API_TOKEN_RATE", "10/min"),  # each request is a password guess
 }
 _THROTTLE_REDIS = env_str("REDIS_URL")
+# Prepended to every key the desk writes in Redis (broker queues and results, channel layer, throttle
+# counts), so several desks, or the test suite's parallel processes (one prefix each), can share one
+# Redis database without reading each other's messages. Empty by default: the keys are unchanged.
+REDIS_KEY_PREFIX = env_str("REDIS_KEY_PREFIX", "")
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
     "throttle": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": _THROTTLE_REDIS, "KEY_PREFIX": "desk"}
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": _THROTTLE_REDIS,
+            "KEY_PREFIX": f"{REDIS_KEY_PREFIX}desk",
+        }
         if _THROTTLE_REDIS
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "desk-throttle"}
     ),
@@ -300,6 +308,10 @@ if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
     CELERY_RESULT_BACKEND = REDIS_URL
     CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {"visibility_timeout": 3600}
+    if REDIS_KEY_PREFIX:
+        # Queues, unacked messages and the workers' broadcast (pidbox) channels alike.
+        CELERY_BROKER_TRANSPORT_OPTIONS["global_keyprefix"] = REDIS_KEY_PREFIX
+        CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {"global_keyprefix": REDIS_KEY_PREFIX}
 else:
     # The embedded broker: a real worker process reading messages from a folder. No server.
     for sub in ("queue", "processed", "results", "control"):
@@ -341,7 +353,10 @@ OUTBOX_SWEEP_SECONDS = env_int("DESK_OUTBOX_SWEEP_SECONDS", 60, minimum=5)
 # --- Channels -----------------------------------------------------------------------------------
 if REDIS_URL:
     CHANNEL_LAYERS = {
-        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}}
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL], "prefix": f"{REDIS_KEY_PREFIX}asgi"},  # "asgi": channels_redis's own
+        }
     }
 else:
     # In memory, relayed between processes through a small SQLite file: the worker's stage events
@@ -428,7 +443,7 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     # Every record is redacted before it is written: a provider's error may echo its credentials.
-    "filters": {"redact_secrets": {"()": "agents.redaction.RedactSecretsFilter"}},
+    "filters": {"redact_secrets": {"()": "security.redaction.RedactSecretsFilter"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact_secrets"]}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     # axes announces its version at every start (each manage.py command): noise for an operator.

@@ -13,6 +13,6 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves its start-up script as a file: the Content-Security-Policy runs no inline script.
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
-    path("api/", include("trading.api.urls")),
+    path("api/", include("trading.api_urls")),
     path("", include("trading.urls")),
 ]

@@ -1,7 +1,7 @@
 from django.contrib import admin
 
-from config.admin import HistoryAdmin
 from reviews.models import TradeReview
+from security.history import HistoryAdmin
 
 
 @admin.register(TradeReview)

@@ -19,16 +19,16 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from agents import recording
+from agents.clients import model_choice
 from agents.domain import roles
 from agents.domain.memory import LIVE_SCOPE, format_memory_block, replay_scope
 from agents.domain.pricing import PriceTable
 from agents.domain.roles import ReviewFacts
 from agents.models import MemoryEntry
+from reviews.domain.outcomes import classify_outcome, signal_evolution, thesis_vs_outcome
 from reviews.models import TradeReview
 from trading.audit import audit_record
-from trading.domain.outcomes import classify_outcome, signal_evolution, thesis_vs_outcome
 from trading.models import AuditEvent, Position
-from trading.pipeline import model_choice
 
 MANUAL_EXIT = "manual"
 

@@ -12,7 +12,7 @@ def install_redaction_filter(logger: logging.Logger | None = None, **kwargs) -> 
     """Put RedactSecretsFilter on every handler of ``logger`` (the root logger by default), once.
     Celery replaces the root logger's handlers when a worker starts, which drops the filter that
     LOGGING installed; its after_setup_logger signals call this to put it back."""
-    from agents.redaction import RedactSecretsFilter
+    from security.redaction import RedactSecretsFilter
 
     for handler in (logger or logging.getLogger()).handlers:
         if not any(isinstance(f, RedactSecretsFilter) for f in handler.filters):

@@ -13,8 +13,8 @@ import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
 
+from trading.access import ADMIN, APPROVER, VIEWER, ensure_desk_groups
 from trading.models import DailyBar, Instrument
-from trading.roles import ADMIN, APPROVER, VIEWER, ensure_desk_groups
 
 PASSWORD = "correct horse battery staple"
 
@@ -150,7 +150,7 @@ def make_roomy(account):
 
 @pytest.fixture
 def roomy_account(db):
-    from trading.portfolio import default_account
+    from trading.book.accounts import default_account
 
     return make_roomy(default_account())
 
@@ -158,9 +158,9 @@ def roomy_account(db):
 @pytest.fixture
 def pending_thesis(instrument_with_bars):
     """A risk-approved thesis from a real offline run on the latest bar, waiting for a person."""
+    from trading.book.accounts import default_account
     from trading.models import Thesis
-    from trading.pipeline import pipeline_run_create, pipeline_run_execute
-    from trading.portfolio import default_account
+    from trading.pipeline.orchestrator import pipeline_run_create, pipeline_run_execute
 
     make_roomy(default_account())
     as_of = instrument_with_bars.bars.latest("date").date

@@ -11,9 +11,9 @@ import functools
 
 import pandas as pd
 
-from trading.domain.demo import DemoMarket, generate_demo_market
-from trading.domain.features import BundleSettings, build_feature_bundle
-from trading.domain.schemas import FeatureBundle, FundamentalsInput, NewsInput
+from trading.market.domain.demo import DemoMarket, generate_demo_market
+from trading.market.domain.features import BundleSettings, build_feature_bundle
+from vocabulary.features import FeatureBundle, FundamentalsInput, NewsInput
 
 IST = dt.timezone(dt.timedelta(hours=5, minutes=30))
 LOOKBACK_BARS = 400

@@ -1,4 +1,10 @@
-"""Helpers for tests that start real processes (workers, daphne) and wait on what they do."""
+"""Helpers for tests that start real processes (workers, daphne) and wait on what they do, and the
+isolation of the test processes themselves when pytest-xdist runs the suite in several at once.
+
+This module is also a pytest plugin, loaded with ``-p tests.processes`` (pyproject's addopts) so
+that its hook runs before pytest-django loads the settings: a plugin named on the command line is
+imported before the initial conftests, and its ``tryfirst`` hook runs before pytest-django's.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,36 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+DATA_DIR_VARIABLE = "DESK_DATA_DIR"
+REDIS_PREFIX_VARIABLE = "REDIS_KEY_PREFIX"
+
+
+def xdist_worker_environment(environ: dict[str, str] | os._Environ, rootpath: Path) -> dict[str, str]:
+    """What an xdist worker changes in its environment: a data folder of its own under the run's
+    (the SQLite test database, the embedded broker's folders, the channel relay, the secret key, logs)
+    and a Redis key prefix of its own (queues, results, channel groups, throttle counts). Nothing
+    outside xdist, so a serial run keeps its folder and keys as they were.
+
+    Set in the environment rather than in the settings, so the workers and servers a test starts
+    inherit them, while a test that names a folder of its own for a child still gets that folder."""
+    worker = environ.get("PYTEST_XDIST_WORKER", "")
+    if not worker:
+        return {}
+    base = Path(environ.get(DATA_DIR_VARIABLE) or rootpath / "var").resolve()
+    return {
+        DATA_DIR_VARIABLE: str(base / worker),
+        REDIS_PREFIX_VARIABLE: f"{environ.get(REDIS_PREFIX_VARIABLE, '')}{worker}:",
+    }
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    # Once per process, before pytest-django's hook imports config.settings (which reads both).
+    os.environ.update(xdist_worker_environment(os.environ, early_config.rootpath))
 
 
 def wait_for(condition: Callable[[], bool], *, timeout: float, what: str) -> None:

@@ -11,8 +11,8 @@ from django.urls import reverse
 from agents.models import ModelCall
 from reviews.models import TradeReview
 from reviews.services import position_review
-from trading import broker
-from trading.approvals import thesis_approve
+from trading.book import broker
+from trading.book.approvals import thesis_approve
 from trading.models import (
     AuditEvent,
     BookPass,

@@ -18,9 +18,10 @@ from django.db import connection
 
 from agents.models import ModelCall
 from tests.processes import stop_group, wait_for
+from trading.market.tasks import compute_feature_snapshot
 from trading.models import FeatureSnapshot, PipelineRun, StageRun, Thesis
-from trading.pipeline import STAGES, pipeline_run_create
-from trading.tasks import compute_feature_snapshot, run_pipeline
+from trading.pipeline.orchestrator import STAGES, pipeline_run_create
+from trading.pipeline.tasks import run_pipeline
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from config.admin import HistoryAdmin
+from security.history import HistoryAdmin
 from trading.models import (
     Account,
     AuditEvent,

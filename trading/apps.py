@@ -5,7 +5,7 @@ from django.db.models.signals import post_migrate
 
 
 def _ensure_groups(sender, **kwargs) -> None:
-    from trading.roles import ensure_desk_groups
+    from trading.access import ensure_desk_groups
 
     ensure_desk_groups()
 
@@ -18,3 +18,4 @@ class TradingConfig(AppConfig):
         # Permissions exist only after post_migrate has created them, and each app's arrive with
         # its own signal: refresh the groups after every app so none is missed.
         post_migrate.connect(_ensure_groups, dispatch_uid="trading_ensure_groups")
+        from trading.strategies import receivers  # noqa: F401 - connects the strategy run's decision

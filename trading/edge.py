@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db.models import Max
 from django.utils import timezone
 
-from trading.domain.market_csv import DateWindow
+from vocabulary.dates import DateWindow
 
 # One limit for every free-text input a person types (an approval comment, a reason to reject, a
 # reason to close a position by hand), on the page and in the API alike.
@@ -28,7 +28,7 @@ class InputInvalid(ValueError):
 
 
 def date_window() -> DateWindow:
-    """From ``market_csv.DATE_FLOOR`` (1990-01-01) to today on the desk's clock: the dates a run,
+    """From ``vocabulary.dates.DATE_FLOOR`` (1990-01-01) to today on the desk's clock: the dates a run,
     a bundle or a chart can be as of. Older dates are typos (and ``0001-01-01`` overflows the
     features' date arithmetic); a later date would be a look at a session that has not happened."""
     return DateWindow(today=timezone.localdate(), zone=settings.TIME_ZONE)

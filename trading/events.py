@@ -16,7 +16,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from pydantic import BaseModel, Field
 
-from agents.redaction import redact_data
+from security.redaction import redact_data
 
 logger = logging.getLogger(__name__)
 DESK_GROUP = "desk"

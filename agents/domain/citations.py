@@ -28,7 +28,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pydantic import BaseModel, ConfigDict
 
 from agents.domain.schemas import AnalystNote
-from trading.domain.schemas import FeatureBundle
+from vocabulary.features import FeatureBundle
 
 __all__ = [
     "RELATIVE_TOLERANCE",

@@ -28,7 +28,7 @@ from agents.domain.schemas import (
     TradeReviewDraft,
     TradeThesis,
 )
-from trading.domain.schemas import FeatureBundle
+from vocabulary.features import FeatureBundle
 
 __all__ = [
     "ANALYST_ROLES",

@@ -56,7 +56,7 @@ from agents.domain.schemas import (
     TradeReviewDraft,
     TradeThesis,
 )
-from trading.domain.schemas import FeatureBundle
+from vocabulary.features import FeatureBundle
 
 __all__ = [
     "ABSTAIN_CONFIDENCE",
@@ -481,7 +481,7 @@ def propose_thesis(
 @dataclass(frozen=True)
 class ReviewFacts:
     """A closed trade as code knows it. Outcome, P&L and signal are computed from numbers
-    (``trading.domain.outcomes``) before the reviewer runs, and no model output can change them."""
+    (``reviews.domain.outcomes``) before the reviewer runs, and no model output can change them."""
 
     symbol: str
     direction: Direction

@@ -11,9 +11,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from vocabulary.trade import Direction, Outcome, SignalEvolution
+
 Stance = Annotated[float, Field(ge=-1.0, le=1.0)]
 Unit = Annotated[float, Field(ge=0.0, le=1.0)]
-Direction = Literal["LONG", "SHORT"]
 AnalystRole = Literal["news", "sentiment", "technical", "fundamental"]
 Tier = Literal["default", "deep"]
 ShortText = Annotated[str, Field(min_length=1, max_length=1000)]
@@ -107,10 +108,6 @@ class ModelReply(BaseModel):
 
 
 # --- stage 12: the reviewer ------------------------------------------------------------------------
-
-# Declared here rather than imported from trading.domain.outcomes: that module imports this one.
-Outcome = Literal["win", "loss", "scratch"]
-SignalEvolution = Literal["Strengthened", "Weakened", "Falsified", "Realized", "Unknown"]
 
 
 class TradeReviewDraft(_Output):

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from agents.domain.llm import LLMClient, ModelError
 from agents.providers.ollama_client import DEFAULT_BASE_URL as DEFAULT_OLLAMA_URL
 from agents.providers.ollama_client import OllamaClient
-from agents.providers.replay import ReplayClient, ReplayLookup
+from agents.providers.recorded import ReplayClient, ReplayLookup
 
 PROVIDERS = ("offline", "anthropic", "openai", "ollama", "replay")
 DEFAULT_OLLAMA_PORT = 11434

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from trading.domain.risk import CHECK_NAMES
+from trading.book.domain.risk import CHECK_NAMES
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -42,8 +42,8 @@ def test_approving_a_batch_past_max_positions_shows_the_refusal_and_its_figures(
     log_in, live_server, page, screenshot, approver, settings
 ):
     from tests.trading.book_rows import SESSION, instrument_at, pending
+    from trading.book.accounts import default_account
     from trading.models import Account, Order
-    from trading.portfolio import default_account
 
     settings.BROKER = {**settings.BROKER, "FILL_POLICY": "next_open"}
     account = default_account()

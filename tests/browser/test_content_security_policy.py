@@ -41,7 +41,7 @@ def _visit(page, url: str):
 def test_the_desks_pages_render_with_no_policy_violation(
     live_server, watched, log_in, viewer, instrument_with_bars, screenshot
 ):
-    from trading.pipeline import pipeline_run_create, pipeline_run_execute
+    from trading.pipeline.orchestrator import pipeline_run_create, pipeline_run_execute
 
     page, said = watched
     as_of = instrument_with_bars.bars.latest("date").date

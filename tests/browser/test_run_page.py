@@ -4,9 +4,9 @@ import threading
 
 import pytest
 
-from trading.domain.risk import CHECK_NAMES
+from trading.book.domain.risk import CHECK_NAMES
 from trading.models import PipelineRun
-from trading.pipeline import pipeline_run_execute
+from trading.pipeline.orchestrator import pipeline_run_execute
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

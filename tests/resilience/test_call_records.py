@@ -13,7 +13,7 @@ from django.db import connections
 from agents.domain import roles
 from agents.models import ModelCall
 from trading.models import PipelineRun, StageRun
-from trading.pipeline import pipeline_run_create, pipeline_run_execute
+from trading.pipeline.orchestrator import pipeline_run_create, pipeline_run_execute
 
 DEADLINE_S = 120
 DEBATE_CASES = ["bull", "bear", "bull_rebuttal", "bear_rebuttal"]

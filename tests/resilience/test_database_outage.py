@@ -7,9 +7,9 @@ import pytest
 from django.db import OperationalError
 
 from agents.models import ModelCall
-from trading import pipeline
 from trading.models import PipelineRun, Thesis
-from trading.pipeline import pipeline_run_create, pipeline_run_execute
+from trading.pipeline import orchestrator
+from trading.pipeline.orchestrator import pipeline_run_create, pipeline_run_execute
 
 
 @pytest.mark.django_db(transaction=True)
@@ -19,7 +19,7 @@ def test_a_run_cut_off_by_a_database_outage_resumes_without_duplicates(
     run = pipeline_run_create(
         instrument=instrument_with_bars, as_of=instrument_with_bars.bars.latest("date").date, provider="offline"
     )
-    real = pipeline._complete_stage
+    real = orchestrator._complete_stage
     outage = {"left": 1}
 
     def drops_out(ctx, record, output):
@@ -28,7 +28,7 @@ def test_a_run_cut_off_by_a_database_outage_resumes_without_duplicates(
             raise OperationalError("server closed the connection unexpectedly")
         return real(ctx, record, output)
 
-    monkeypatch.setattr(pipeline, "_complete_stage", drops_out)
+    monkeypatch.setattr(orchestrator, "_complete_stage", drops_out)
 
     with pytest.raises(OperationalError):  # the Celery task retries on exactly this error
         pipeline_run_execute(run.pk)

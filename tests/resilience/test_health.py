@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from trading.heartbeats import scheduler_tick
+from trading.health.tasks import scheduler_tick
 from trading.models import Heartbeat
 
 WORKER = "celery@build-box-17.internal"

@@ -7,7 +7,7 @@ import datetime as dt
 
 import pytest
 
-from trading.domain.health import (
+from trading.health.verdicts import (
     BROKER,
     DATABASE,
     SCHEDULER,

@@ -8,10 +8,10 @@ import datetime as dt
 import pytest
 from django.utils import timezone
 
-from trading import pipeline
 from trading.models import AuditEvent, PipelineRun, StageRun
-from trading.pipeline import pipeline_run_create, pipeline_run_execute, stale_runs_requeue
-from trading.tasks import run_pipeline
+from trading.pipeline import orchestrator
+from trading.pipeline.orchestrator import pipeline_run_create, pipeline_run_execute, stale_runs_requeue
+from trading.pipeline.tasks import run_pipeline
 
 
 class WorkerDied(BaseException):
@@ -22,7 +22,7 @@ class WorkerDied(BaseException):
 def sent(monkeypatch) -> list[int]:
     """Requeues are recorded instead of sent to a broker."""
     sent: list[int] = []
-    monkeypatch.setattr("trading.dispatch._publish", lambda run_id, **kwargs: sent.append(run_id))
+    monkeypatch.setattr("trading.pipeline.dispatch._publish", lambda run_id, **kwargs: sent.append(run_id))
     return sent
 
 
@@ -66,7 +66,7 @@ def test_a_run_whose_attempts_keep_dying_gives_up_after_the_maximum_with_the_las
     def dies(ctx):
         raise WorkerDied("killed in the debate")
 
-    monkeypatch.setitem(pipeline.STAGE_FUNCTIONS, "debate", dies)
+    monkeypatch.setitem(orchestrator.STAGE_FUNCTIONS, "debate", dies)
     run = _run(instrument_with_bars)
     for _ in range(3):
         with pytest.raises(WorkerDied):

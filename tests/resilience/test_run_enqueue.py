@@ -20,9 +20,9 @@ from rest_framework.test import APIClient
 
 from config.celery import app
 from tests.conftest import make_bars
-from trading.dispatch import runs_unsent_send
 from trading.models import AuditEvent, Instrument, PipelineRun
-from trading.runs import RunsNotQueued, pipeline_runs_start
+from trading.pipeline.dispatch import runs_unsent_send
+from trading.pipeline.start import RunsNotQueued, pipeline_runs_start
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -18,10 +18,10 @@ from django.db import connections
 from django.utils import timezone
 
 from agents.models import ModelCall
-from trading import pipeline
-from trading.leases import RunLease
 from trading.models import AuditEvent, PipelineRun, StageRun, Thesis
-from trading.pipeline import STAGES, pipeline_run_create, pipeline_run_execute, stale_runs_requeue
+from trading.pipeline import orchestrator
+from trading.pipeline.leases import RunLease
+from trading.pipeline.orchestrator import STAGES, pipeline_run_create, pipeline_run_execute, stale_runs_requeue
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -56,7 +56,7 @@ def _in_thread(target, *args) -> threading.Thread:
 @pytest.fixture
 def sent(monkeypatch) -> list[int]:
     sent: list[int] = []
-    monkeypatch.setattr("trading.dispatch._publish", lambda run_id, **kwargs: sent.append(run_id))
+    monkeypatch.setattr("trading.pipeline.dispatch._publish", lambda run_id, **kwargs: sent.append(run_id))
     return sent
 
 
@@ -73,7 +73,7 @@ def test_two_executions_of_one_run_at_once_run_its_stages_once(instrument_with_b
     run = _run(instrument_with_bars)
     executed: Counter[str] = Counter()
     both_tried = threading.Event()
-    for stage, real in list(pipeline.STAGE_FUNCTIONS.items()):
+    for stage, real in list(orchestrator.STAGE_FUNCTIONS.items()):
 
         def counted(ctx, real=real, stage=stage):
             executed[stage] += 1
@@ -81,7 +81,7 @@ def test_two_executions_of_one_run_at_once_run_its_stages_once(instrument_with_b
                 both_tried.wait(DEADLINE_S)  # slow: the other execution arrives while this one works
             return real(ctx)
 
-        monkeypatch.setitem(pipeline.STAGE_FUNCTIONS, stage, counted)
+        monkeypatch.setitem(orchestrator.STAGE_FUNCTIONS, stage, counted)
     start = threading.Barrier(2)
     outcomes: list[str] = []
 
@@ -109,14 +109,14 @@ def test_an_execution_whose_lease_was_taken_over_stops_without_writing(
 ):
     run = _run(instrument_with_bars)
     in_debate, resume = threading.Event(), threading.Event()
-    real_debate = pipeline.STAGE_FUNCTIONS["debate"]
+    real_debate = orchestrator.STAGE_FUNCTIONS["debate"]
 
     def slow_debate(ctx):
         in_debate.set()
         resume.wait(DEADLINE_S)
         return real_debate(ctx)
 
-    monkeypatch.setitem(pipeline.STAGE_FUNCTIONS, "debate", slow_debate)
+    monkeypatch.setitem(orchestrator.STAGE_FUNCTIONS, "debate", slow_debate)
     outcome: list[PipelineRun] = []
     first = _in_thread(lambda: outcome.append(pipeline_run_execute(run.pk)))
     _wait_for(in_debate.is_set, what="the first execution to reach the debate")
@@ -146,14 +146,14 @@ def test_a_running_run_keeps_its_lease_fresh_while_a_stage_is_slow(
     settings.RUN_LEASE_SECONDS = 5  # renewed every 5/3 seconds
     run = _run(instrument_with_bars)
     in_debate, resume = threading.Event(), threading.Event()
-    real_debate = pipeline.STAGE_FUNCTIONS["debate"]
+    real_debate = orchestrator.STAGE_FUNCTIONS["debate"]
 
     def slow_debate(ctx):
         in_debate.set()
         resume.wait(DEADLINE_S)
         return real_debate(ctx)
 
-    monkeypatch.setitem(pipeline.STAGE_FUNCTIONS, "debate", slow_debate)
+    monkeypatch.setitem(orchestrator.STAGE_FUNCTIONS, "debate", slow_debate)
     worker = _in_thread(pipeline_run_execute, run.pk)
     _wait_for(in_debate.is_set, what="the debate")
     first_expiry = PipelineRun.objects.get(pk=run.pk).lease_expires_at

@@ -34,7 +34,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from tests.trading.book_rows import SESSION, instrument_at, open_position, pending
-from trading.portfolio import default_account
+from trading.book.accounts import default_account
 
 EXAMPLES_PER_OPERATION = 40
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]

@@ -15,8 +15,8 @@ from django.db import connection
 from django.utils import timezone
 
 from tests.processes import stop_group
-from trading.health import health_report
-from trading.heartbeats import scheduler_tick
+from trading.health.probes import health_report
+from trading.health.tasks import scheduler_tick
 from trading.models import Heartbeat
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]

@@ -13,15 +13,17 @@ import sys
 import pytest
 from django.utils import timezone
 
-from trading.leases import owner_is_dead_here
 from trading.models import AuditEvent, PipelineRun
-from trading.pipeline import dead_workers_runs_requeue, pipeline_run_create
+from trading.pipeline.leases import owner_is_dead_here
+from trading.pipeline.orchestrator import dead_workers_runs_requeue, pipeline_run_create
 
 
 @pytest.fixture
 def sent(monkeypatch) -> list[tuple[int, str | None]]:
     sent: list[tuple[int, str | None]] = []
-    monkeypatch.setattr("trading.dispatch._publish", lambda run_id, *, queue, fail_fast: sent.append((run_id, queue)))
+    monkeypatch.setattr(
+        "trading.pipeline.dispatch._publish", lambda run_id, *, queue, fail_fast: sent.append((run_id, queue))
+    )
     return sent
 
 

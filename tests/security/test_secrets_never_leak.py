@@ -9,13 +9,15 @@ from decimal import Decimal
 import pytest
 from django.core.serializers.json import DjangoJSONEncoder
 
+from agents import clients
 from agents.domain.llm import CallRecord, ModelError
 from agents.domain.pricing import PriceTable
 from agents.models import ModelCall
 from agents.recording import BufferedRecorder
-from agents.redaction import RedactSecretsFilter
-from trading import events, pipeline
+from security.redaction import RedactSecretsFilter
+from trading import events
 from trading.models import PipelineRun, StageRun
+from trading.pipeline import orchestrator
 
 KEY = "sk-ant-api03-" + "Qw3rTy" * 8
 GATEWAY_TOKEN = "gw_live_0f9e8d7c6b5a4321"
@@ -89,12 +91,12 @@ def _assert_clean(text: str, where: str) -> None:
 def test_a_provider_error_echoing_credentials_leaks_them_nowhere(
     error, configured, published, logged, instrument_with_bars, roomy_account, client, viewer, monkeypatch
 ):
-    monkeypatch.setattr(pipeline, "build_llm_client", lambda provider, **kwargs: LeakyProvider(error))
-    run = pipeline.pipeline_run_create(
+    monkeypatch.setattr(clients, "build_llm_client", lambda provider, **kwargs: LeakyProvider(error))
+    run = orchestrator.pipeline_run_create(
         instrument=instrument_with_bars, as_of=instrument_with_bars.bars.latest("date").date, provider="anthropic"
     )
 
-    pipeline.pipeline_run_execute(run.pk)
+    orchestrator.pipeline_run_execute(run.pk)
     logging.getLogger("agents.providers").error("provider said: %s", _echo())
 
     run.refresh_from_db()
@@ -116,7 +118,7 @@ def test_a_logged_exception_has_its_credentials_cut_from_the_traceback(configure
     try:
         raise ModelError(_echo())
     except ModelError:
-        logging.getLogger("trading.pipeline").exception("run 1 failed in stage debate")
+        logging.getLogger("trading.pipeline.orchestrator").exception("run 1 failed in stage debate")
 
     assert "Traceback" in logged.getvalue() and "run 1 failed" in logged.getvalue()
     _assert_clean(logged.getvalue(), "the log")

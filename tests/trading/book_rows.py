@@ -10,9 +10,9 @@ from decimal import Decimal
 
 from django.utils import timezone
 
-from trading.approvals import thesis_expiry
+from trading.book.approvals import thesis_expiry
 from trading.models import Account, DailyBar, Instrument, Order, PipelineRun, Position, Thesis
-from trading.pipeline import pipeline_run_create, pipeline_run_execute
+from trading.pipeline.orchestrator import pipeline_run_create, pipeline_run_execute
 
 
 def next_session(day: dt.date, n: int = 1) -> dt.date:

@@ -10,7 +10,7 @@ import pytest
 from django.utils import timezone
 
 from tests.processes import at_once
-from trading.approvals import DecisionRefused, theses_expire, thesis_approve, thesis_reject
+from trading.book.approvals import DecisionRefused, theses_expire, thesis_approve, thesis_reject
 from trading.models import AuditEvent, DailyBar, Order, Thesis
 
 

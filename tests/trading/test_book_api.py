@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from rest_framework.test import APIClient
 
-from trading.domain.risk import CHECK_NAMES
+from trading.book.domain.risk import CHECK_NAMES
 from trading.models import Order
 
 

@@ -10,9 +10,9 @@ import pytest
 from agents.models import MemoryEntry
 from reviews.services import position_review
 from tests.trading.book_rows import add_bar, next_session, open_position, round_thesis, working_order
-from trading import broker
+from trading.book import broker
+from trading.book.accounts import default_account
 from trading.models import Account, AuditEvent, Instrument, Position, PositionMark
-from trading.portfolio import default_account
 
 
 @pytest.fixture

@@ -10,10 +10,10 @@ from django.urls import reverse
 
 from tests.processes import at_once
 from tests.trading.book_rows import SESSION, book_account, instrument_at, pending
-from trading import broker
-from trading.approvals import DecisionRefused, thesis_approve
+from trading.book import broker
+from trading.book.accounts import account_portfolio
+from trading.book.approvals import DecisionRefused, thesis_approve
 from trading.models import Account, AuditEvent, Order, Position, Thesis
-from trading.portfolio import account_portfolio
 
 SYMBOLS = ["ALPHA", "BRAVO", "CHARLIE", "DELTA", "ECHO", "FOXTROT", "GOLF", "HOTEL"]
 

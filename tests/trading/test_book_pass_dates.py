@@ -10,7 +10,7 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from tests.trading.book_rows import SESSION, book_account, instrument_at, next_session, pending, working_order
-from trading.broker import book_catch_up
+from trading.book.broker import book_catch_up
 from trading.models import AuditEvent, BookPass, Order
 
 FAR_FUTURE = dt.date(9999, 12, 31)

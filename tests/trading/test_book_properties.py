@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 from hypothesis.extra.django import TestCase
 
 from tests.trading.book_rows import SESSION, book_account, instrument_at, next_session, pending
-from trading import broker
-from trading.approvals import DecisionRefused, thesis_approve
+from trading.access import APPROVER, ensure_desk_groups
+from trading.book import broker
+from trading.book.accounts import account_portfolio
+from trading.book.approvals import DecisionRefused, thesis_approve
 from trading.models import Account, Order, Position, Thesis
-from trading.portfolio import account_portfolio
-from trading.roles import APPROVER, ensure_desk_groups
 
 SYMBOLS = ["ALPHA", "BRAVO", "CHARLIE", "DELTA", "ECHO", "FOXTROT"]
 

@@ -11,8 +11,8 @@ from agents.models import MemoryEntry
 from reviews.models import TradeReview
 from reviews.services import position_review
 from tests.trading.book_rows import next_session
-from trading import broker
-from trading.approvals import thesis_approve
+from trading.book import broker
+from trading.book.approvals import thesis_approve
 from trading.models import Account, AuditEvent, DailyBar, Order, Position, PositionMark, Thesis
 
 
@@ -172,7 +172,7 @@ def test_the_review_states_facts_from_code_and_feeds_memory(long_thesis, approve
 
 
 def test_the_next_run_on_the_instrument_is_shown_the_lesson(long_thesis, approver, settings):
-    from trading.pipeline import pipeline_run_create, pipeline_run_execute
+    from trading.pipeline.orchestrator import pipeline_run_create, pipeline_run_execute
 
     position = _approve_and_fill(long_thesis, approver, settings)
     day = next_session(position.opened_on)

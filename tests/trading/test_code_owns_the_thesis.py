@@ -13,9 +13,9 @@ from django.db import connection
 from agents.domain.llm import ModelChoice
 from agents.domain.offline import OfflineModel
 from agents.domain.schemas import ModelReply, ModelRequest
-from trading.approvals import thesis_approve
+from trading.book.approvals import thesis_approve
 from trading.models import Instrument, PipelineRun, StageRun, Thesis
-from trading.pipeline import pipeline_run_create, pipeline_run_execute
+from trading.pipeline.orchestrator import pipeline_run_create, pipeline_run_execute
 
 
 class HostileTrader:
@@ -59,7 +59,7 @@ def test_a_trader_reply_that_disagrees_is_kept_for_audit_and_never_acted_on(
     instrument_with_bars, roomy_account, monkeypatch
 ):
     hostile = ModelChoice(client=HostileTrader(), default_model="offline-rules", deep_model="offline-rules")
-    monkeypatch.setattr("trading.pipeline.model_choice", lambda provider, symbol: hostile)
+    monkeypatch.setattr("trading.pipeline.orchestrator.model_choice", lambda provider, symbol: hostile)
     run = _run(instrument_with_bars)
 
     assert pipeline_run_execute(run.pk).status == PipelineRun.Status.COMPLETED

@@ -52,7 +52,7 @@ def test_the_channel_layer_is_the_configured_one():
 
 
 def test_a_run_page_socket_receives_each_stage_as_it_happens(viewer, instrument_with_bars):
-    from trading.pipeline import STAGES, pipeline_run_create, pipeline_run_execute
+    from trading.pipeline.orchestrator import STAGES, pipeline_run_create, pipeline_run_execute
 
     run = pipeline_run_create(
         instrument=instrument_with_bars, as_of=instrument_with_bars.bars.latest("date").date, provider="offline"

@@ -13,9 +13,9 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from tests.trading.book_rows import SESSION, instrument_at, open_position, pending
+from trading.book.accounts import default_account
 from trading.edge import MAX_COMMENT_CHARS
 from trading.models import DailyBar, Instrument, PipelineRun, Position, Thesis
-from trading.portfolio import default_account
 
 TOO_LONG = "x" * (MAX_COMMENT_CHARS + 1)
 TOMORROW = (timezone.localdate() + dt.timedelta(days=1)).isoformat()
@@ -223,7 +223,7 @@ def test_the_runs_api_refuses_a_bad_replay_flag_with_a_detail(api_as, viewer, db
 
 
 def test_a_run_fragment_flag_of_any_value_is_a_fragment(client, viewer, instrument_with_bars):
-    from trading.pipeline import pipeline_run_create
+    from trading.pipeline.orchestrator import pipeline_run_create
 
     run = pipeline_run_create(instrument=instrument_with_bars, as_of=SESSION, provider="offline")
     client.force_login(viewer)

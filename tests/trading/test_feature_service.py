@@ -7,10 +7,10 @@ from decimal import Decimal
 
 import pytest
 
-from trading import services
-from trading.domain import features as features_module
-from trading.domain.features import NoPriceData
-from trading.domain.news import content_hash
+from trading.market import services
+from trading.market.domain import features as features_module
+from trading.market.domain.features import NoPriceData
+from trading.market.domain.news import content_hash
 from trading.models import DailyBar, FundamentalsSnapshot, MacroIndicator, NewsItem
 
 IST = dt.timezone(dt.timedelta(hours=5, minutes=30))

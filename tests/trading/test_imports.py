@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from trading.imports import ImportFileError, import_bars, import_fundamentals, import_news
+from trading.market.imports import ImportFileError, import_bars, import_fundamentals, import_news
 from trading.models import AuditEvent, DailyBar, FundamentalsSnapshot, Instrument, NewsItem
 
 HEADER = "symbol,date,open,high,low,close,volume\n"
@@ -423,7 +423,7 @@ def test_a_large_file_is_written_in_batches(universe, tmp_path, monkeypatch):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    monkeypatch.setattr("trading.imports.BATCH_ROWS", 4)
+    monkeypatch.setattr("trading.market.imports.BATCH_ROWS", 4)
 
     with CaptureQueriesContext(connection) as queries:
         report = import_bars(write(tmp_path, HEADER + _many_bars(10)))
@@ -434,7 +434,7 @@ def test_a_large_file_is_written_in_batches(universe, tmp_path, monkeypatch):
 
 
 def test_a_problem_in_the_last_batch_undoes_the_earlier_batches(universe, tmp_path, monkeypatch):
-    monkeypatch.setattr("trading.imports.BATCH_ROWS", 4)
+    monkeypatch.setattr("trading.market.imports.BATCH_ROWS", 4)
     text = HEADER + _many_bars(10) + "RELIANCE,2099-01-01,100,105,99,104,1000\n"
 
     report = import_bars(write(tmp_path, text))
@@ -454,7 +454,7 @@ def test_a_file_with_thousands_of_problems_lists_the_first_thousand_and_counts_a
 
 
 def test_the_column_limits_match_the_models():
-    from trading.domain import market_csv
+    from trading.market.domain import csv_rows as market_csv
     from trading.models import DailyBar, FundamentalsSnapshot, Instrument, NewsItem
 
     def largest(field) -> Decimal:

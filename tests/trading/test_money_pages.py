@@ -7,10 +7,10 @@ import datetime as dt
 import pytest
 from django.urls import reverse
 
-from trading import broker
-from trading.approvals import thesis_approve
-from trading.domain.money import format_money
+from trading.book import broker
+from trading.book.approvals import thesis_approve
 from trading.models import Account, DailyBar, Instrument, Thesis
+from vocabulary.money import format_money
 
 
 def _in_dollars(instrument: Instrument) -> None:

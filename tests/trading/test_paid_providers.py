@@ -11,7 +11,7 @@ from agents.domain.pricing import PriceTable
 from agents.models import ModelCall
 from agents.recording import BufferedRecorder, RunBudget
 from trading.models import PipelineRun
-from trading.pipeline import pipeline_run_create
+from trading.pipeline.orchestrator import pipeline_run_create
 
 
 def test_a_paid_model_without_a_price_refuses_to_start_and_says_how_to_price_it(instrument_with_bars, settings):

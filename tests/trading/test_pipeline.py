@@ -8,9 +8,9 @@ from django.core.management import call_command
 from agents.domain import roles
 from agents.domain.llm import StageFailed
 from agents.models import ModelCall
-from trading.domain.risk import CHECK_NAMES
+from trading.book.domain.risk import CHECK_NAMES
 from trading.models import PipelineRun, StageRun, Thesis
-from trading.pipeline import STAGES, pipeline_run_create, pipeline_run_execute
+from trading.pipeline.orchestrator import STAGES, pipeline_run_create, pipeline_run_execute
 
 
 @pytest.fixture
@@ -92,7 +92,7 @@ def test_a_broken_thesis_geometry_fails_closed_with_the_reason(run, monkeypatch)
         return thesis.model_copy(update={"target": thesis.stop, "stop": thesis.target})
 
     monkeypatch.setattr(roles, "propose_thesis", upside_down)
-    monkeypatch.setattr("trading.pipeline.anchor_levels", lambda thesis, **kwargs: thesis)
+    monkeypatch.setattr("trading.pipeline.orchestrator.anchor_levels", lambda thesis, **kwargs: thesis)
     finished = pipeline_run_execute(run.pk)
 
     assert finished.status == PipelineRun.Status.FAILED

@@ -8,9 +8,9 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from tests.conftest import make_bars
+from trading.book.accounts import default_account
 from trading.models import Account, DailyBar, Instrument, Position, Strategy, StrategyRun, Thesis
-from trading.portfolio import default_account
-from trading.strategies import ApprovalPolicy, replay_strategy
+from trading.strategies.replay import ApprovalPolicy, replay_strategy
 
 
 @pytest.fixture
@@ -126,7 +126,7 @@ def test_the_command_names_the_problem(strategy):
 def test_the_portfolio_page_reads_a_replays_book(client, viewer, strategy, instrument_with_bars):
     from django.urls import reverse
 
-    from trading.portfolio import replay_account
+    from trading.book.accounts import replay_account
 
     start, end = _days(instrument_with_bars, 240, 262)
     _replay(strategy, start, end)

@@ -10,10 +10,10 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from tests.trading.book_rows import add_bar, next_session, open_position, round_thesis
-from trading import broker
+from trading.book import broker
+from trading.book.accounts import default_account, replay_account
 from trading.models import Account, PipelineRun, Position, Thesis
-from trading.pipeline import pipeline_run_create
-from trading.portfolio import default_account, replay_account
+from trading.pipeline.orchestrator import pipeline_run_create
 
 
 def _api(user) -> APIClient:

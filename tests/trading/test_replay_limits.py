@@ -7,10 +7,10 @@ from decimal import Decimal
 from django.core.management import call_command
 
 from tests.conftest import make_bars
+from trading.book.accounts import default_account, replay_account
 from trading.management.commands.book_report import book_figures
 from trading.models import Account, Instrument, Strategy
-from trading.portfolio import default_account, replay_account
-from trading.strategies import ApprovalPolicy, replay_strategy
+from trading.strategies.replay import ApprovalPolicy, replay_strategy
 
 SYMBOLS = [("INFY", 11, 1500.0), ("TCS", 12, 3500.0), ("SBIN", 13, 600.0), ("LT", 14, 2400.0), ("ITC", 15, 400.0)]
 

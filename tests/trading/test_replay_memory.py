@@ -12,11 +12,11 @@ from agents.domain.memory import LIVE_SCOPE, format_memory_block
 from agents.models import MemoryEntry
 from reviews.services import position_review
 from tests.trading.book_rows import add_bar, next_session, open_position, round_thesis
-from trading import broker
+from trading.book import broker
+from trading.book.accounts import replay_account
 from trading.models import PipelineRun, Strategy, StrategyRun
-from trading.pipeline import pipeline_run_create, pipeline_run_execute
-from trading.portfolio import replay_account
-from trading.strategies import replay_clear
+from trading.pipeline.orchestrator import pipeline_run_create, pipeline_run_execute
+from trading.strategies.replay import replay_clear
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib.auth import authenticate
 from django.core.management import call_command
 
-from trading.roles import create_demo_users
+from trading.access import create_demo_users
 
 
 def test_only_approvers_and_admins_may_approve(viewer, approver, desk_admin, outsider):

@@ -4,7 +4,7 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from trading.models import PipelineRun
-from trading.pipeline import pipeline_run_create, pipeline_run_execute
+from trading.pipeline.orchestrator import pipeline_run_create, pipeline_run_execute
 
 
 def test_a_viewer_sees_runs_but_no_start_form_and_cannot_start_one(client, viewer, instrument_with_bars):

@@ -4,9 +4,9 @@ from collections import Counter
 
 from django.core.management import call_command
 
-from trading import services
-from trading.demo_seed import seed_demo
-from trading.domain.news import classify_event
+from trading.market import services
+from trading.market.demo_seed import seed_demo
+from trading.market.domain.news import classify_event
 from trading.models import AuditEvent, DailyBar, FundamentalsSnapshot, Instrument, MacroIndicator, NewsItem
 
 

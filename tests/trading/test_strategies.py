@@ -6,8 +6,8 @@ import pytest
 from django.urls import reverse
 
 from trading.models import PipelineRun, Strategy, StrategyRun
-from trading.pipeline import pipeline_run_execute
-from trading.strategies import strategies_due, strategy_run_decide, strategy_run_start
+from trading.pipeline.orchestrator import pipeline_run_execute
+from trading.strategies.runs import strategies_due, strategy_run_decide, strategy_run_start
 
 
 @pytest.fixture

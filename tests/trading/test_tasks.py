@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import datetime as dt
 
-from trading.approvals import thesis_approve
+from reviews.tasks import review_position
+from trading.book.approvals import thesis_approve
+from trading.book.tasks import expire_theses, fill_order, mark_positions
 from trading.models import DailyBar, Order, Position, Strategy, StrategyRun, Thesis
-from trading.tasks import expire_theses, fill_order, mark_positions, review_position, run_due_strategies
+from trading.strategies.tasks import run_due_strategies
 
 
 def test_fill_then_mark_then_review_by_task(pending_thesis, approver, settings):

@@ -4,7 +4,7 @@ from decimal import Decimal, InvalidOperation
 
 from django import template
 
-from trading.domain.money import DEFAULT_CURRENCY, format_money
+from vocabulary.money import DEFAULT_CURRENCY, format_money
 
 register = template.Library()
 

@@ -26,8 +26,8 @@ from agents.domain.prompts import (
     trader_request,
 )
 from agents.domain.schemas import AnalystNote, BearCase, BullCase, DebateResult, ModelRequest, TradeThesis
-from trading.domain.news import news_features, sentiment_features
-from trading.domain.schemas import (
+from trading.market.domain.news import news_features, sentiment_features
+from vocabulary.features import (
     FeatureBundle,
     FundamentalFeatures,
     MacroReading,

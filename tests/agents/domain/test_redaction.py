@@ -1,8 +1,8 @@
-"""Secrets are cut out of any text before it is stored, logged or sent (agents.domain.redaction)."""
+"""Secrets are cut out of any text before it is stored, logged or sent (security.domain.redaction)."""
 
 from __future__ import annotations
 
-from agents.domain.redaction import REDACTED, redact, secrets_in_environ
+from security.domain.redaction import REDACTED, redact, secrets_in_environ
 
 KEY = "sk-ant-api03-Zx8QeR7t2LmN0pQrStUvWxYz-1234567890abcdef"
 

@@ -15,9 +15,10 @@ from agents.domain.llm import BudgetExceeded, ModelChoice, ModelError, NullRecor
 from agents.domain.offline import OFFLINE_MODEL, OfflineModel, reviewer_draft
 from agents.domain.prompts import reviewer_request
 from agents.domain.roles import ReviewFacts, assemble_review, memory_tags, memory_text, review_trade
-from agents.domain.schemas import Direction, ModelRequest, TradeReviewDraft
+from agents.domain.schemas import ModelRequest, TradeReviewDraft
+from reviews.domain.outcomes import classify_outcome, signal_evolution, thesis_vs_outcome
 from tests.agents.domain.test_roles import FakeClient, choose
-from trading.domain.outcomes import classify_outcome, signal_evolution, thesis_vs_outcome
+from vocabulary.trade import Direction
 
 SYMBOL = "RELIANCE"
 QUANTITY = Decimal(20)
@@ -34,7 +35,7 @@ def make_facts(
     rationale: str = "Breakout above resistance on rising volume.",
     symbol: str = SYMBOL,
 ) -> ReviewFacts:
-    """A closed trade whose outcome, P&L and signal come from ``trading.domain.outcomes``, as in production."""
+    """A closed trade whose outcome, P&L and signal come from ``reviews.domain.outcomes``, as in production."""
     entry = Decimal("2450.00")
     stop, target = (
         (Decimal("2380.00"), Decimal("2590.00")) if direction == "LONG" else (Decimal("2520.00"), Decimal("2310.00"))

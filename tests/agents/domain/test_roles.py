@@ -26,7 +26,7 @@ from agents.domain.roles import (
 )
 from agents.domain.schemas import AnalystNote, BearCase, BullCase, DebateResult, ModelReply, ModelRequest
 from tests.agents.domain.test_offline import BULLISH, FUNDAMENTALS, GOOD_NEWS, SYMBOL, make_bundle
-from trading.domain.schemas import FeatureBundle
+from vocabulary.features import FeatureBundle
 
 Patch = Callable[[ModelRequest, dict[str, Any]], dict[str, Any] | Exception]
 

@@ -14,7 +14,7 @@ from agents.providers.anthropic_client import AnthropicClient
 from agents.providers.factory import PROVIDERS, ProviderSettings, build_llm_client, ollama_url
 from agents.providers.ollama_client import OllamaClient
 from agents.providers.openai_client import OpenAIClient
-from agents.providers.replay import ReplayClient
+from agents.providers.recorded import ReplayClient
 
 ROOT = Path(__file__).resolve().parents[3]
 

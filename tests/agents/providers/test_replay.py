@@ -9,7 +9,7 @@ import pytest
 
 from agents.domain.llm import ModelChoice, NullRecorder, ReplayMiss, StageFailed, structured_call
 from agents.domain.schemas import AnalystNote, ModelReply, ModelRequest
-from agents.providers.replay import ReplayClient, prompt_key
+from agents.providers.recorded import ReplayClient, prompt_key
 
 NOTE = {"role": "news", "symbol": "RELIANCE", "stance": 0.4, "confidence": 0.7, "summary": "Margins widened."}
 

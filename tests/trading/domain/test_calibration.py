@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from agents.domain.schemas import AnalystNote, AnalystRole
-from trading.domain.calibration import CalibratedConviction, calibrate_conviction
+from trading.pipeline.domain.conviction import CalibratedConviction, calibrate_conviction
 
 
 def note(stance: float, *, role: AnalystRole = "technical", abstained: bool = False) -> AnalystNote:

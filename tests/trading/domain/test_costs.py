@@ -4,7 +4,7 @@ from decimal import Decimal
 
 import pytest
 
-from trading.domain.costs import CostBreakdown, CostModel, order_costs
+from vocabulary.costs import CostBreakdown, CostModel, order_costs
 
 NSE_DELIVERY = CostModel()
 

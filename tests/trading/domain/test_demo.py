@@ -9,7 +9,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from trading.domain.demo import (
+from trading.market.domain.demo import (
     DEMO_END,
     EARNINGS_TEMPLATES,
     HOSTILE_HEADLINES,
@@ -20,8 +20,8 @@ from trading.domain.demo import (
     generate_demo_market,
     trading_sessions,
 )
-from trading.domain.news import classify_event, content_hash, headline_sentiment, news_features
-from trading.domain.schemas import NewsInput
+from trading.market.domain.news import classify_event, content_hash, headline_sentiment, news_features
+from vocabulary.features import NewsInput
 
 MARKET_OPEN = dt.time(9, 15)
 MARKET_CLOSE = dt.time(15, 30)

@@ -4,7 +4,7 @@ from decimal import Decimal
 
 import pytest
 
-from trading.domain.execution import entry_side, exit_side, fill_price, reference_price
+from vocabulary.fills import entry_side, exit_side, fill_price, reference_price
 
 TICK = Decimal("0.05")
 

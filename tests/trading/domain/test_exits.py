@@ -4,8 +4,8 @@ from decimal import Decimal
 
 import pytest
 
-from agents.domain.schemas import Direction
-from trading.domain.exits import ExitSignal, check_exit, mark, realised_pnl
+from vocabulary.exits import ExitSignal, check_exit, mark, realised_pnl
+from vocabulary.trade import Direction
 
 # A LONG from ₹100 with its stop at ₹96 and target at ₹108; a SHORT from ₹100 mirrored.
 LEVELS: dict[Direction, tuple[Decimal, Decimal]] = {

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from trading.domain.forecast import MIN_RETURNS, price_forecast
+from trading.market.domain.forecast import MIN_RETURNS, price_forecast
 
 
 def closes_from_log_returns(returns: list[float], first: float = 100.0) -> list[float]:

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-from trading.domain.fundamentals import fundamental_features
-from trading.domain.schemas import FundamentalsInput
+from trading.market.domain.fundamentals import fundamental_features
+from vocabulary.features import FundamentalsInput
 
 AS_OF = dt.date(2026, 10, 20)
 

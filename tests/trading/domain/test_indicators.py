@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import ta
 
-from trading.domain.indicators import (
+from trading.market.domain.indicators import (
     ALL_SERIES,
     LEVEL_SERIES,
     PRICE_SERIES,

@@ -4,8 +4,10 @@ from decimal import Decimal
 
 import pytest
 
-from agents.domain.schemas import Direction, TradeThesis
-from trading.domain.levels import RoundingMode, ThesisInvalid, anchor_levels, round_to_tick, validate_thesis
+from agents.domain.schemas import TradeThesis
+from trading.pipeline.domain.levels import ThesisInvalid, anchor_levels, validate_thesis
+from vocabulary.ticks import RoundingMode, round_to_tick
+from vocabulary.trade import Direction
 
 TICK = Decimal("0.05")
 

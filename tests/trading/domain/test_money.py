@@ -6,8 +6,8 @@ from decimal import Decimal
 
 import pytest
 
-from trading.domain.money import currency_symbol, format_money
-from trading.domain.risk import format_rupees
+from trading.book.domain.risk import format_rupees
+from vocabulary.money import currency_symbol, format_money
 
 
 @pytest.mark.parametrize(

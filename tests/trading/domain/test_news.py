@@ -5,8 +5,8 @@ import hashlib
 
 import pytest
 
-from trading.domain.demo import HOSTILE_HEADLINES, generate_demo_market
-from trading.domain.news import (
+from trading.market.domain.demo import HOSTILE_HEADLINES, generate_demo_market
+from trading.market.domain.news import (
     MARKET_SCOPE_WEIGHT,
     classify_event,
     content_hash,
@@ -18,7 +18,7 @@ from trading.domain.news import (
     sentiment_features,
     token_jaccard,
 )
-from trading.domain.schemas import EVENT_CLASSES, NewsFeatures, NewsInput
+from vocabulary.features import EVENT_CLASSES, NewsFeatures, NewsInput
 
 IST = dt.timezone(dt.timedelta(hours=5, minutes=30))
 AS_OF = dt.datetime(2026, 11, 20, 15, 30, tzinfo=IST)

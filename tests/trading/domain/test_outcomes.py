@@ -4,7 +4,7 @@ from decimal import Decimal
 
 import pytest
 
-from trading.domain.outcomes import SIGNAL_STATES, classify_outcome, signal_evolution, thesis_vs_outcome
+from reviews.domain.outcomes import SIGNAL_STATES, classify_outcome, signal_evolution, thesis_vs_outcome
 
 # Entry notional ₹1,00,000 with the default 0.1% band: |P&L| up to ₹100.00 is a scratch.
 NOTIONAL = Decimal("100000")

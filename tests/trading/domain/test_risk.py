@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from trading.domain.risk import (
+from trading.book.domain.risk import (
     CHECK_NAMES,
     PortfolioReader,
     PortfolioState,

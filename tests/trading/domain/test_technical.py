@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 import ta
 
-from trading.domain.indicators import universe_indicators
-from trading.domain.technical import BAR_COLUMNS, technical_features
+from trading.market.domain.indicators import universe_indicators
+from trading.market.domain.technical import BAR_COLUMNS, technical_features
 
 # A hand-built month: a slide to a clear low on bar 8, a rally to a clear high on bar 15, then a
 # drift lower. Last bar: opens at 106 above the previous close of 104, closes at 105.

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from trading.imports import ImportFileError, ImportReport
+from trading.market.imports import ImportFileError, ImportReport
 
 
 class ImportCommand(BaseCommand):

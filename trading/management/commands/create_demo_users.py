@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from trading.roles import create_demo_users
+from trading.access import create_demo_users
 
 
 class Command(BaseCommand):

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from trading.imports import import_fundamentals
 from trading.management.commands._import_base import ImportCommand
+from trading.market.imports import import_fundamentals
 
 
 class Command(ImportCommand):

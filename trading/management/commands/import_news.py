@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from trading.imports import import_news
 from trading.management.commands._import_base import ImportCommand
+from trading.market.imports import import_news
 
 
 class Command(ImportCommand):

@@ -5,10 +5,10 @@ import datetime as dt
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
+from agents.clients import PROVIDERS
+from trading.book.accounts import replay_account
 from trading.models import Position, Strategy, StrategyRun
-from trading.pipeline import PROVIDERS
-from trading.portfolio import replay_account
-from trading.strategies import ApprovalPolicy, replay_sessions, replay_strategy
+from trading.strategies.replay import ApprovalPolicy, replay_sessions, replay_strategy
 
 
 class Command(BaseCommand):

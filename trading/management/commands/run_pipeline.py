@@ -4,9 +4,11 @@ import datetime as dt
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from trading import selectors
-from trading.pipeline import PROVIDERS, pipeline_run_create, pipeline_run_execute, run_totals
-from trading.presenters import run_summary_lines
+from agents.clients import PROVIDERS
+from agents.recording import run_totals
+from trading.market import selectors
+from trading.market.presenters import run_summary_lines
+from trading.pipeline.orchestrator import pipeline_run_create, pipeline_run_execute
 
 
 class Command(BaseCommand):

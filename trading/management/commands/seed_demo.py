@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from trading.demo_seed import SeedRefused, seed_demo
+from trading.market.demo_seed import SeedRefused, seed_demo
 
 
 class Command(BaseCommand):

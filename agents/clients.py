@@ -1,0 +1,69 @@
+"""Which model a run's agents talk to: the provider's client, built from the desk's settings.
+
+Django glue over the pure factory in ``agents.providers.factory``: it reads credentials, model names
+and prices from settings, so every caller (the pipeline, the reviewer, research) builds its client
+the same way and none of them reaches into another's module for it.
+"""
+
+from __future__ import annotations
+
+import os
+
+from django.conf import settings
+
+from agents import recording
+from agents.domain.llm import LatencyClient, ModelChoice
+from agents.domain.offline import OfflineModel
+from agents.domain.pricing import FREE_PROVIDERS, PriceTable
+from agents.providers.factory import PROVIDERS, ProviderSettings, build_llm_client
+
+__all__ = ["DEFAULT_MODELS", "PROVIDERS", "model_choice", "provider_models", "require_priced"]
+
+DEFAULT_MODELS = {
+    "offline": ("offline-rules", "offline-rules"),
+    "replay": ("replay", "replay"),
+    "anthropic": ("claude-sonnet-4-5", "claude-opus-4-5"),
+    "openai": ("gpt-4.1-mini", "gpt-4.1"),
+    "ollama": ("llama3.1", "llama3.1"),
+}
+
+
+def provider_models(provider: str) -> tuple[str, str]:
+    """The default and deep model a provider's runs use."""
+    default_model, deep_model = DEFAULT_MODELS[provider]
+    if provider not in ("offline", "replay"):
+        # A real provider's model names are configurable; the offline and replay ones are not.
+        default_model = settings.LLM["DEFAULT_MODEL"] or default_model
+        deep_model = settings.LLM["DEEP_MODEL"] or deep_model
+    return default_model, deep_model
+
+
+def require_priced(provider: str) -> None:
+    """A paid provider's models must have a price, or the daily cost budget would count their
+    calls as free and never stop them."""
+    if provider in FREE_PROVIDERS:
+        return
+    table = PriceTable.from_mapping(settings.LLM.get("PRICES", {}))
+    unpriced = sorted({model for model in provider_models(provider) if not table.known(model)})
+    if unpriced and table.fallback is None:
+        raise ValueError(
+            f"{provider} model {', '.join(unpriced)} has no price, so the daily cost budget could not count its "
+            'calls: add it to LLM_PRICES (e.g. {"' + unpriced[0] + '": {"input": "3", "output": "15"}}, USD per '
+            'million tokens) or set a "*" fallback price'
+        )
+
+
+def model_choice(provider: str, *, symbol: str) -> ModelChoice:
+    if provider not in DEFAULT_MODELS:
+        raise ValueError(f"unknown provider {provider!r}; choose one of {', '.join(PROVIDERS)}")
+    default_model, deep_model = provider_models(provider)
+    client = build_llm_client(
+        provider,
+        settings=ProviderSettings.from_sources(settings.LLM, os.environ),
+        replay_lookup=recording.replay_lookup_for(symbol) if provider == "replay" else None,
+        offline_client=OfflineModel(),
+    )
+    latency = settings.LLM.get("OFFLINE_LATENCY_MS", 0.0)
+    if provider == "offline" and latency:
+        client = LatencyClient(client, latency)
+    return ModelChoice(client=client, default_model=default_model, deep_model=deep_model)

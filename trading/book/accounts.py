@@ -1,0 +1,187 @@
+"""What the risk engine reads about the book: the account, its open positions and working orders."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+from django.conf import settings
+from django.db.models import DecimalField, F, Sum
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from trading.book.domain.risk import PortfolioState, RiskDecision, RiskLimits, evaluate_risk
+from trading.models import Account, Order, Position, Thesis
+
+
+def default_account() -> Account:
+    capital = Decimal(settings.ACCOUNT["CAPITAL"])
+    cap_pct = Decimal(str(settings.ACCOUNT["DAILY_LOSS_CAP_PCT"]))
+    account, _ = Account.objects.get_or_create(
+        name=settings.ACCOUNT["NAME"],
+        defaults={
+            "capital": capital,
+            "cash": capital,
+            "daily_loss_cap": (capital * cap_pct / 100).quantize(Decimal("0.01")),
+        },
+    )
+    return account
+
+
+def replay_account(strategy_name: str) -> Account:
+    """Each strategy's replays trade their own paper account, so history never touches the live book."""
+    live = default_account()
+    account, _ = Account.objects.get_or_create(
+        name=f"replay: {strategy_name}"[:64],
+        defaults={
+            "capital": live.capital,
+            "cash": live.capital,
+            "daily_loss_cap": live.daily_loss_cap,
+            "risk_per_trade_pct": live.risk_per_trade_pct,
+            "max_notional_pct": live.max_notional_pct,
+            "max_positions": live.max_positions,
+            "exposure_cap_pct": live.exposure_cap_pct,
+            "max_instrument_pct": live.max_instrument_pct,
+            "allow_short": live.allow_short,
+            "currency": live.currency,
+        },
+    )
+    return account
+
+
+def account_for_run(run) -> Account:
+    if run.is_replay and run.strategy_run_id:
+        return replay_account(run.strategy_run.strategy.name)
+    return default_account()
+
+
+def risk_limits(account: Account, strategy=None) -> RiskLimits:
+    """The account's limits, tightened or loosened by the strategy's mandate where it sets one."""
+
+    def pick(name: str):
+        own = getattr(strategy, name, None) if strategy is not None else None
+        return own if own is not None else getattr(account, name)
+
+    return RiskLimits(
+        risk_per_trade_pct=pick("risk_per_trade_pct"),
+        daily_loss_cap=account.daily_loss_cap,
+        max_notional_pct=pick("max_notional_pct"),
+        max_positions=pick("max_positions"),
+        exposure_cap_pct=account.exposure_cap_pct,
+        max_instrument_pct=account.max_instrument_pct,
+        allow_short=account.allow_short,
+        currency=account.currency,
+    )
+
+
+def account_lock(account_id: int) -> Account:
+    """The account row, locked until the surrounding transaction ends. Every decision that adds
+    to the book (a thesis, an approval, a fill) takes this lock first, so two of them can never
+    both pass a limit that only one fits under. (SQLite takes its write lock at BEGIN IMMEDIATE,
+    which serialises the same blocks.)"""
+    return Account.objects.select_for_update().get(pk=account_id)
+
+
+def _working(account: Account, exclude_order_id: int | None):
+    orders = Order.objects.filter(account=account, status=Order.Status.WORKING)
+    return orders.exclude(pk=exclude_order_id) if exclude_order_id else orders
+
+
+def account_portfolio(
+    account: Account,
+    *,
+    today: dt.date | None = None,
+    instrument_id: int | None = None,
+    exclude_order_id: int | None = None,
+) -> PortfolioState:
+    """The live book: open positions marked at their latest close (entry before the first mark),
+    working orders at their thesis entry (they take a slot, exposure and cash the moment they
+    are approved), and the day's loss as the net realised PnL of positions closed on ``today``.
+    ``exclude_order_id`` leaves out the order being filled, which is checked on its own."""
+    account.refresh_from_db(fields=["cash"])
+    open_positions = Position.objects.filter(account=account, status=Position.Status.OPEN)
+    marked = F("quantity") * Coalesce("last_mark", "entry_price")
+    position_value = open_positions.aggregate(value=Sum(marked, output_field=DecimalField()))["value"] or Decimal(0)
+    working = _working(account, exclude_order_id)
+    working_value = working.aggregate(value=Sum(F("quantity") * F("thesis__entry"), output_field=DecimalField()))[
+        "value"
+    ] or Decimal(0)
+    instrument_value = Decimal(0)
+    if instrument_id is not None:
+        instrument_value = (
+            open_positions.filter(instrument_id=instrument_id).aggregate(
+                value=Sum(marked, output_field=DecimalField())
+            )["value"]
+            or Decimal(0)
+        ) + (
+            working.filter(instrument_id=instrument_id).aggregate(
+                value=Sum(F("quantity") * F("thesis__entry"), output_field=DecimalField())
+            )["value"]
+            or Decimal(0)
+        )
+    day = today or timezone.localdate()
+    realised_today = Position.objects.filter(account=account, status=Position.Status.CLOSED, closed_on=day).aggregate(
+        total=Sum("realised_pnl")
+    )["total"] or Decimal(0)
+    return PortfolioState(
+        capital=account.capital,
+        available_cash=account.cash - working_value,
+        open_positions=open_positions.count(),
+        working_orders=working.count(),
+        gross_exposure=position_value + working_value,
+        instrument_exposure=instrument_value,
+        realised_loss_today=max(Decimal(0), -realised_today),
+    )
+
+
+def instrument_live_idea(
+    account: Account, instrument_id: int, *, exclude_run_id: int | None = None, include_pending: bool = True
+) -> str:
+    """Why the account may not take a new idea in this instrument, or "" when it may: one
+    instrument holds at most one live idea per account (held, working or pending). A pending
+    thesis past its approval window no longer counts, swept or not."""
+    position = Position.objects.filter(account=account, instrument_id=instrument_id, status=Position.Status.OPEN)
+    if (held := position.values_list("pk", flat=True).first()) is not None:
+        return f"already held (position #{held})"
+    order = Order.objects.filter(account=account, instrument_id=instrument_id, status=Order.Status.WORKING)
+    if (working := order.values_list("pk", flat=True).first()) is not None:
+        return f"an order is already working (order #{working})"
+    if not include_pending:
+        return ""
+    pending = Thesis.objects.filter(account=account, instrument_id=instrument_id, status=Thesis.Status.PENDING).exclude(
+        expires_at__lte=timezone.now()
+    )
+    if exclude_run_id is not None:
+        pending = pending.exclude(run_id=exclude_run_id)
+    if (waiting := pending.values_list("pk", flat=True).first()) is not None:
+        return f"a thesis is already pending approval (thesis #{waiting})"
+    return ""
+
+
+def thesis_book_check(
+    thesis: Thesis,
+    account: Account,
+    *,
+    entry: Decimal,
+    today: dt.date,
+    exclude_order_id: int | None = None,
+    portfolio: PortfolioState | None = None,
+) -> RiskDecision:
+    """The thesis's fixed size at ``entry`` against the book as it is now: the re-check at
+    approval (at the thesis's entry) and at fill (at the fill price, leaving out the order being
+    filled). Call it with the account locked; pass ``portfolio`` when it is already read."""
+    run = thesis.run
+    strategy = run.strategy_run.strategy if run.strategy_run_id else None
+    return evaluate_risk(
+        direction=thesis.direction,  # type: ignore[arg-type]
+        entry=entry,
+        stop=thesis.stop,
+        target=thesis.target,
+        lot_size=thesis.instrument.lot_size,
+        limits=risk_limits(account, strategy),
+        portfolio=portfolio
+        or account_portfolio(
+            account, today=today, instrument_id=thesis.instrument_id, exclude_order_id=exclude_order_id
+        ),
+        quantity=thesis.quantity,
+    )

@@ -1,0 +1,173 @@
+"""Pages for stages 8-11: the approval queue, a thesis, the portfolio."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from agents.recording import run_totals
+from trading import edge
+from trading.book import selectors
+from trading.book.accounts import account_portfolio, default_account
+from trading.book.approvals import DecisionRefused, thesis_approve, thesis_reject, thesis_staleness
+from trading.book.broker import BrokerError, position_close_by_hand
+from trading.market import charts, presenters
+from trading.market import selectors as market_selectors
+from trading.models import Account, Position, Strategy, Thesis
+from vocabulary.money import currency_symbol
+
+
+def thesis_queue(request: HttpRequest) -> HttpResponse:
+    """A bad filter is answered 400 with the reason and no list: a filter silently left off would
+    show theses the person asked to leave out."""
+    status = 200
+    try:
+        theses = selectors.thesis_queue(request.GET)
+    except edge.InputInvalid as problem:
+        messages.error(request, f"{problem}.")
+        theses, status = Thesis.objects.none(), 400
+    page = Paginator(theses, 50).get_page(request.GET.get("page"))
+    return render(
+        request,
+        "trading/theses.html",
+        {
+            "page": page,
+            "filters": {key: request.GET.get(key, "") for key in selectors.QUEUE_FILTERS},
+            "statuses": list(selectors.QUEUE_STATUSES),
+            "strategies": Strategy.objects.values_list("name", flat=True),
+        },
+        status=status,
+    )
+
+
+def thesis_detail(request: HttpRequest, thesis_id: int) -> HttpResponse:
+    thesis = get_object_or_404(
+        Thesis.objects.select_related("instrument", "run__instrument", "decided_by"), pk=thesis_id
+    )
+    run = thesis.run
+    context = presenters.run_context(run, run_totals(run))
+    lookback = settings.DESK["FEATURE_LOOKBACK_BARS"] + 130
+    bars = market_selectors.bars_frame(thesis.instrument, as_of=run.as_of, limit=lookback)
+    chart = charts.price_chart(
+        bars,
+        symbol=thesis.instrument.symbol,
+        show_last=130,
+        levels={"entry": float(thesis.entry), "stop": float(thesis.stop), "target": float(thesis.target)},
+    )
+    can_decide = request.user.has_perm("trading.approve_thesis") and thesis.status == Thesis.Status.PENDING
+    return render(
+        request,
+        "trading/thesis.html",
+        {
+            "thesis": thesis,
+            "run": run,
+            "chart": chart,
+            "hints": presenters.interpretation_hints(context, thesis),
+            "staleness": thesis_staleness(thesis) if thesis.status == Thesis.Status.PENDING else None,
+            "can_decide": can_decide,
+            "order": getattr(thesis, "order", None),
+            **context,
+        },
+    )
+
+
+@require_POST
+def thesis_decide(request: HttpRequest, thesis_id: int) -> HttpResponse:
+    """Approve or reject. The permission and every rule are enforced by the services, so a forged
+    POST gets the same refusal as a click."""
+    thesis = get_object_or_404(Thesis.objects.select_related("instrument", "run"), pk=thesis_id)
+    comment = request.POST.get("comment", "").strip()
+    try:
+        try:
+            edge.check_comment(comment)
+        except edge.InputInvalid as problem:
+            raise DecisionRefused(str(problem)) from None  # refused like any decision: nothing stored
+        if request.POST.get("decision") == "approve":
+            order = thesis_approve(thesis=thesis, user=request.user, comment=comment)
+            messages.success(request, f"Approved: order #{order.pk} to {order.side} {order.quantity} placed.")
+        elif request.POST.get("decision") == "reject":
+            thesis_reject(thesis=thesis, user=request.user, comment=comment)
+            messages.success(request, "Rejected.")
+        else:
+            messages.error(request, "Choose approve or reject.")
+    except DecisionRefused as refusal:
+        messages.error(request, f"Refused: {refusal.reason}.")
+        return (
+            redirect("thesis_detail", thesis_id=thesis.pk)
+            if request.user.has_perm("trading.approve_thesis")
+            else HttpResponse(f"Refused: {refusal.reason}.", status=403)
+        )
+    return redirect("thesis_detail", thesis_id=thesis.pk)
+
+
+def portfolio(request: HttpRequest) -> HttpResponse:
+    """The live book by default; ?account=<id> shows a replay's book (same figures, same page). An
+    unknown account is answered 400 with the reason, over the live book (not silently the live book)."""
+    live = default_account()
+    accounts = list(Account.objects.order_by("id"))
+    wanted = request.GET.get("account", "").strip()
+    account = next((a for a in accounts if str(a.pk) == wanted), None) if wanted else live
+    status = 200
+    if account is None:
+        messages.error(request, f"There is no such account: {edge.short(wanted)!r}; showing the live book.")
+        account, status = live, 400
+    state = account_portfolio(account)
+    open_positions = list(selectors.open_positions(account))
+    curve = selectors.equity_curve(account)
+    figure = {
+        "data": [
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": "equity",
+                "x": [d for d, _ in curve],
+                "y": [v for _, v in curve],
+                "line": {"color": "#1d4ed8"},
+            }
+        ],
+        "layout": {
+            "margin": {"l": 60, "r": 20, "t": 10, "b": 30},
+            "height": 300,
+            "yaxis": {"title": {"text": currency_symbol(account.currency)}},
+        },
+    }
+    return render(
+        request,
+        "trading/portfolio.html",
+        {
+            "account": account,
+            "state": state,
+            "open_positions": open_positions,
+            "closed_positions": selectors.closed_positions(account),
+            "unrealised": sum((p.unrealised_pnl for p in open_positions), start=0),
+            "chart": figure if curve else None,
+            "can_close": request.user.has_perm("trading.approve_thesis") and account.pk == live.pk,
+            "accounts": accounts,
+        },
+        status=status,
+    )
+
+
+@require_POST
+def position_close(request: HttpRequest, position_id: int) -> HttpResponse:
+    position = get_object_or_404(Position.objects.select_related("instrument"), pk=position_id)
+    try:
+        comment = request.POST.get("comment", "")
+        try:
+            edge.check_comment(comment.strip(), "reason")
+        except edge.InputInvalid as problem:
+            raise BrokerError(str(problem)) from None  # refused like any close: nothing changes
+        closed = position_close_by_hand(position=position, user=request.user, comment=comment)
+    except BrokerError as error:
+        if not request.user.has_perm("trading.approve_thesis"):
+            return HttpResponse(f"Refused: {error.reason}.", status=403)
+        messages.error(request, f"Refused: {error.reason}.")
+    else:
+        messages.success(
+            request, f"Closed {closed.instrument.symbol} at {closed.exit_price}: PnL {closed.realised_pnl}."
+        )
+    return redirect("portfolio")

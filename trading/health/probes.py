@@ -1,0 +1,111 @@
+"""Probes of the desk's moving parts, each short and bounded so a health page never hangs: the
+database (a trivial query), the broker (a Redis ping with a half-second timeout, or a file
+written in the embedded broker's folder), and the heartbeats the scheduler and workers record.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from django.conf import settings
+from django.db import DatabaseError, connection
+from django.utils import timezone
+
+from trading.health.verdicts import (
+    BROKER,
+    DATABASE,
+    SCHEDULER,
+    WORKERS,
+    Check,
+    Report,
+    Status,
+    overall,
+    scheduler_check,
+    workers_check,
+    workers_seen,
+)
+from trading.models import Heartbeat
+
+BROKER_TIMEOUT_S = 0.5
+SCHEDULER_NAME = "beat"
+
+
+def heartbeat_record(kind: str, name: str, *, at: dt.datetime | None = None) -> None:
+    Heartbeat.objects.update_or_create(kind=kind, name=name, defaults={"seen_at": at or timezone.now()})
+
+
+def _timed(probe: Callable[[], None]) -> float:
+    started = time.perf_counter()
+    probe()
+    return round((time.perf_counter() - started) * 1000, 1)
+
+
+def _select_one() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+        cursor.fetchone()
+
+
+def database_check() -> Check:
+    try:
+        latency = _timed(_select_one)
+    except DatabaseError as error:
+        return Check(DATABASE, Status.DOWN, f"{type(error).__name__}: {error}".strip())
+    return Check(DATABASE, Status.OK, f"SELECT 1 in {latency} ms", latency_ms=latency)
+
+
+def _redis_ping() -> None:
+    import redis
+
+    client = redis.Redis.from_url(
+        settings.REDIS_URL, socket_connect_timeout=BROKER_TIMEOUT_S, socket_timeout=BROKER_TIMEOUT_S
+    )
+    try:
+        client.ping()
+    finally:
+        client.close()
+
+
+def _broker_folder() -> Path:
+    return Path(settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_in"])
+
+
+def _folder_write() -> None:
+    # A real write, not os.access: as root every folder looks writable.
+    with tempfile.NamedTemporaryFile(dir=_broker_folder(), prefix=".health-", suffix=".probe"):
+        pass
+
+
+def broker_check() -> Check:
+    if settings.REDIS_URL:
+        probe, what = _redis_ping, "Redis ping"
+    else:
+        probe, what = _folder_write, f"embedded broker folder {_broker_folder()} writable"
+    try:
+        latency = _timed(probe)
+    except Exception as error:  # any failure to reach the broker is the answer, not a crash
+        return Check(BROKER, Status.DOWN, f"{what}: {type(error).__name__}: {error}".strip())
+    return Check(BROKER, Status.OK, f"{what} in {latency} ms", latency_ms=latency)
+
+
+def health_report(*, now: dt.datetime | None = None) -> Report:
+    now = now or timezone.now()
+    database = database_check()
+    checks = [database, broker_check()]
+    workers: tuple = ()
+    if database.status is Status.OK:
+        beats = list(Heartbeat.objects.values_list("kind", "name", "seen_at"))
+        tick = next((seen for kind, name, seen in beats if kind == Heartbeat.Kind.SCHEDULER), None)
+        workers = workers_seen({name: seen for kind, name, seen in beats if kind == Heartbeat.Kind.WORKER}, now=now)
+        checks += [scheduler_check(tick, now=now), workers_check(workers)]
+    else:
+        # Heartbeats live in the database: without it nobody can say.
+        checks += [
+            Check(SCHEDULER, Status.DOWN, "unknown: the database is down"),
+            Check(WORKERS, Status.DOWN, "unknown: the database is down"),
+        ]
+    return Report(status=overall(checks), checks=tuple(checks), workers=workers)

@@ -1,0 +1,122 @@
+"""Technical features of one instrument as of its last bar.
+
+A thin wrapper over the universe code in ``indicators``: the frame becomes a one-row universe,
+so a single symbol and the whole market go through exactly the same maths.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+
+import numpy as np
+import pandas as pd
+
+from trading.market.domain.indicators import universe_indicators
+from vocabulary.features import TechnicalFeatures
+
+BAR_COLUMNS = ("open", "high", "low", "close", "volume")
+PRICE_COLUMNS = ("open", "high", "low", "close")
+
+
+def technical_features(bars: pd.DataFrame) -> TechnicalFeatures:
+    """Indicators, levels and session figures for the last bar of ``bars``.
+
+    ``bars`` has columns open, high, low, close and volume (others are ignored), one row per
+    session, indexed by date in strictly ascending order (``datetime.date`` values or a
+    ``DatetimeIndex``). Every figure uses only the bars in the frame, so the features of a
+    prefix never change when later bars arrive. ``None`` means not enough history, never NaN.
+
+    - ``as_of``: the last bar's date; ``bars_used``: how many bars the frame holds.
+    - ``last_close``, ``last_volume``: the last bar's; ``prev_close``: the bar before's.
+    - ``rsi_14``, ``macd_*``, ``sma_*``, ``ema_20``, ``atr_14``, ``bb_*``: equal to the ``ta``
+      library's indicators of the same names and parameters (RSI 14, MACD 12/26/9, SMA
+      20/50/200, EMA 20, ATR 14, Bollinger 20 with 2 population standard deviations); they need
+      14, 26 (signal and histogram 34), 20/50/200, 20, 14 and 20 bars.
+    - ``swing_high`` / ``swing_low``: the highest high / lowest low of the last 20 bars, the
+      last one included (needs 20 bars).
+    - ``support`` / ``resistance``: from pivots, confirmed turning points. A pivot low is a bar
+      whose low is below each of the 5 lows before it and at or below each of the 5 after it
+      (the first of equal lows counts); pivot highs mirror it. A pivot is only confirmed once
+      its 5 following bars exist, so the candidates are pivots on the last 120 bars except the
+      newest 5. ``support`` is the highest candidate pivot low strictly below the last close,
+      ``resistance`` the lowest candidate pivot high strictly above it; without one, the swing
+      low (swing high) stands in.
+    - ``support_distance_pct`` = (last close - support) / last close * 100;
+      ``resistance_distance_pct`` = (resistance - last close) / last close * 100.
+    - ``gap_pct`` = (last open - previous close) / previous close * 100.
+    - ``volume_vs_avg`` = last volume / mean volume of the last 20 bars, the last one included
+      (needs 20 bars; ``None`` if all 20 are zero).
+
+    Raises ``ValueError`` for an empty frame, missing columns, an index that is not strictly
+    ascending or not dates, non-numeric or non-finite values, non-positive prices or negative
+    volume.
+    """
+    columns = _validated_columns(bars)
+    series = universe_indicators(*(columns[name][np.newaxis, :] for name in BAR_COLUMNS))
+    last = {name: _number_or_none(values[0, -1]) for name, values in series.items()}
+    return TechnicalFeatures(
+        as_of=_as_date(bars.index[-1]),
+        bars_used=len(bars),
+        last_close=float(columns["close"][-1]),
+        last_volume=float(columns["volume"][-1]),
+        **last,
+    )
+
+
+def _validated_columns(bars: pd.DataFrame) -> dict[str, np.ndarray]:
+    if not isinstance(bars, pd.DataFrame):
+        raise ValueError(f"bars must be a pandas DataFrame, got {type(bars).__name__}")
+    if len(bars) == 0:
+        raise ValueError("bars is empty: need at least one bar")
+    missing = [name for name in BAR_COLUMNS if name not in bars.columns]
+    if missing:
+        raise ValueError(f"bars is missing columns: {', '.join(missing)}")
+    _as_date(bars.index[-1])
+    if not bars.index.is_unique:
+        duplicates = bars.index[bars.index.duplicated()].unique()
+        raise ValueError(f"bars has duplicate dates in its index: {list(duplicates[:5])}")
+    try:
+        ascending = bars.index.is_monotonic_increasing
+    except TypeError as error:  # labels of types that do not compare, e.g. dates and strings
+        raise ValueError(f"bars index must hold comparable dates: {error}") from error
+    if not ascending:
+        raise ValueError("bars index must be sorted by date, oldest first")
+    columns = {name: _numeric_column(bars, name) for name in BAR_COLUMNS}
+    for name, values in columns.items():
+        bad = ~np.isfinite(values)
+        if bad.any():
+            raise ValueError(f"{name} has a missing or non-finite value on {bars.index[bad.argmax()]}")
+    for name in PRICE_COLUMNS:
+        bad = columns[name] <= 0
+        if bad.any():
+            where = bad.argmax()
+            value, date = columns[name][where], bars.index[where]
+            raise ValueError(f"{name} prices must be positive, got {value} on {date}")
+    negative = columns["volume"] < 0
+    if negative.any():
+        raise ValueError(f"volume must not be negative, got one on {bars.index[negative.argmax()]}")
+    return columns
+
+
+def _numeric_column(bars: pd.DataFrame, name: str) -> np.ndarray:
+    try:
+        return bars[name].to_numpy(dtype=np.float64, na_value=np.nan)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{name} must be numeric: {error}") from error
+
+
+def _as_date(label: object) -> dt.date:
+    # datetime (and so pandas Timestamp) is a subclass of date: test it first.
+    if isinstance(label, dt.datetime):
+        return label.date()
+    if isinstance(label, dt.date):
+        return label
+    if isinstance(label, np.datetime64):
+        return pd.Timestamp(label).date()
+    raise ValueError(f"bars index must hold dates, got {type(label).__name__}")
+
+
+def _number_or_none(value: float) -> float | None:
+    number = float(value)
+    return number if math.isfinite(number) else None

@@ -1,0 +1,146 @@
+"""Reads of market data, always bounded by an as-of date so nothing can look ahead."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from decimal import Decimal
+from zoneinfo import ZoneInfo
+
+import pandas as pd
+from django.conf import settings
+from django.db.models import Count, Max, Min, OuterRef, Q, QuerySet, Subquery
+from django.http import Http404
+from django.shortcuts import get_object_or_404
+
+from trading.models import DailyBar, FundamentalsSnapshot, Instrument, MacroIndicator, NewsItem
+from vocabulary.features import FundamentalsInput, MacroReading, NewsInput
+
+BAR_COLUMNS = ["open", "high", "low", "close", "volume"]
+
+def desk_tz() -> ZoneInfo:
+    return ZoneInfo(settings.TIME_ZONE)
+
+def instrument_by_symbol(symbol: str) -> Instrument:
+    """``EXCH:SYM`` or a bare symbol (the first exchange alphabetically when listed twice). A
+    symbol no instrument could have (a NUL character, which PostgreSQL refuses to compare, or
+    longer than any exchange and symbol) is not found, without asking the database."""
+    if "\x00" in symbol or len(symbol) > 64:
+        raise Http404(f"no instrument {symbol[:64]!r}")
+    exchange, _, bare = symbol.upper().rpartition(":")
+    queryset = Instrument.objects.filter(symbol=bare)
+    if exchange:
+        queryset = queryset.filter(exchange=exchange)
+    return get_object_or_404(queryset.order_by("exchange")[:1])
+
+def bars_frame(instrument: Instrument, *, as_of: dt.date | None = None, limit: int | None = None) -> pd.DataFrame:
+    """Bars on or before ``as_of`` (the last ``limit`` of them), oldest first, as floats."""
+    queryset = DailyBar.objects.filter(instrument=instrument)
+    if as_of is not None:
+        queryset = queryset.filter(date__lte=as_of)
+    queryset = queryset.order_by("-date")
+    if limit is not None:
+        queryset = queryset[:limit]
+    rows = list(queryset.values_list("date", *BAR_COLUMNS))
+    rows.reverse()
+    frame = pd.DataFrame(rows, columns=["date", *BAR_COLUMNS])
+    frame = frame.set_index("date")
+    return frame.astype(float)
+
+def news_inputs(instrument: Instrument, *, as_of: dt.date, lookback_days: int) -> list[NewsInput]:
+    """Headlines about the instrument or the whole market published by the end of ``as_of``."""
+    tz = desk_tz()
+    end = dt.datetime.combine(as_of + dt.timedelta(days=1), dt.time.min, tzinfo=tz)
+    start = end - dt.timedelta(days=lookback_days + 1)
+    items = (
+        NewsItem.objects.filter(Q(instrument=instrument) | Q(instrument__isnull=True))
+        .filter(published_at__gte=start, published_at__lt=end)
+        .order_by("published_at", "id")
+        .values_list("headline", "source", "published_at", "instrument_id")
+    )
+    return [
+        NewsInput(
+            headline=headline,
+            source=source,
+            published_at=published_at.astimezone(tz),
+            scope="market" if instrument_id is None else "instrument",
+        )
+        for headline, source, published_at, instrument_id in items
+    ]
+
+def _as_float(value: Decimal | None) -> float | None:
+    return None if value is None else float(value)
+
+def fundamentals_input(instrument: Instrument, *, as_of: dt.date) -> FundamentalsInput | None:
+    snapshot = FundamentalsSnapshot.objects.filter(instrument=instrument, as_of__lte=as_of).order_by("-as_of").first()
+    if snapshot is None:
+        return None
+    return FundamentalsInput(
+        as_of=snapshot.as_of,
+        source=snapshot.source,
+        pe=_as_float(snapshot.pe),
+        pb=_as_float(snapshot.pb),
+        ev_ebitda=_as_float(snapshot.ev_ebitda),
+        revenue_growth_pct=_as_float(snapshot.revenue_growth_pct),
+        net_margin_pct=_as_float(snapshot.net_margin_pct),
+    )
+
+def macro_readings(*, as_of: dt.date, limit: int = 5) -> list[MacroReading]:
+    """The latest reading of each macro series on or before ``as_of`` with its change since the one before."""
+    latest_dates = (
+        MacroIndicator.objects.filter(date__lte=as_of).values("code").annotate(last=Max("date")).order_by("code")
+    )[:limit]
+    readings = []
+    for row in latest_dates:
+        last_two = list(MacroIndicator.objects.filter(code=row["code"], date__lte=row["last"]).order_by("-date")[:2])
+        current = last_two[0]
+        previous = last_two[1] if len(last_two) > 1 else None
+        readings.append(
+            MacroReading(
+                code=current.code,
+                name=current.name,
+                date=current.date,
+                value=float(current.value),
+                unit=current.unit,
+                change=float(current.value - previous.value) if previous else None,
+            )
+        )
+    return readings
+
+@dataclass(frozen=True)
+class InstrumentRow:
+    instrument: Instrument
+    last_date: dt.date | None
+    last_close: Decimal | None
+    prev_close: Decimal | None
+    bar_count: int
+
+    @property
+    def change_pct(self) -> float | None:
+        if self.last_close is None or not self.prev_close:
+            return None
+        return float((self.last_close - self.prev_close) / self.prev_close * 100)
+
+def instrument_rows() -> list[InstrumentRow]:
+    """The dashboard's table in three queries whatever the size of the universe."""
+    latest = DailyBar.objects.filter(instrument=OuterRef("pk")).order_by("-date")
+    instruments: QuerySet[Instrument] = Instrument.objects.annotate(
+        last_date=Subquery(latest.values("date")[:1]),
+        last_close=Subquery(latest.values("close")[:1]),
+        prev_close=Subquery(latest.values("close")[1:2]),
+        bar_count=Count("bars"),
+    ).order_by("symbol", "exchange")
+    return [
+        InstrumentRow(
+            instrument=i,
+            last_date=i.last_date,
+            last_close=i.last_close,
+            prev_close=i.prev_close,
+            bar_count=i.bar_count,
+        )
+        for i in instruments
+    ]
+
+def bar_dates(instrument: Instrument) -> tuple[dt.date | None, dt.date | None]:
+    bounds = DailyBar.objects.filter(instrument=instrument).aggregate(first=Min("date"), last=Max("date"))
+    return bounds["first"], bounds["last"]

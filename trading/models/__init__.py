@@ -1,0 +1,39 @@
+"""The trading app's tables, one module per concept. Every model is importable from here, as
+Django expects; a layer that may read only market data imports ``trading.models.market``."""
+
+from trading.models.book import Account, BookPass, Order, Position, PositionMark, Thesis
+from trading.models.desk import AuditEvent, DeskPermission, Heartbeat
+from trading.models.market import (
+    PRICE,
+    DailyBar,
+    FeatureSnapshot,
+    FundamentalsSnapshot,
+    Instrument,
+    MacroIndicator,
+    NewsItem,
+)
+from trading.models.pipeline import PipelineRun, StageRun
+from trading.models.strategies import Strategy, StrategyRun
+
+__all__ = [
+    "PRICE",
+    "Account",
+    "AuditEvent",
+    "BookPass",
+    "DailyBar",
+    "DeskPermission",
+    "FeatureSnapshot",
+    "FundamentalsSnapshot",
+    "Heartbeat",
+    "Instrument",
+    "MacroIndicator",
+    "NewsItem",
+    "Order",
+    "PipelineRun",
+    "Position",
+    "PositionMark",
+    "StageRun",
+    "Strategy",
+    "StrategyRun",
+    "Thesis",
+]

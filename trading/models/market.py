@@ -1,0 +1,133 @@
+"""Market data: instruments, their daily bars, news, macro readings, fundamentals, and the feature
+bundles computed from them.
+
+Prices are Decimal in storage; every figure the desk shows or trades is computed from these rows.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.db import models
+from django.db.models import F, Q
+
+PRICE = {"max_digits": 18, "decimal_places": 4}
+
+
+class Instrument(models.Model):
+    symbol = models.CharField(max_length=32)
+    exchange = models.CharField(max_length=16)
+    name = models.CharField(max_length=200)
+    sector = models.CharField(max_length=64, blank=True)
+    tick_size = models.DecimalField(max_digits=12, decimal_places=4, default=Decimal("0.05"))
+    lot_size = models.PositiveIntegerField(default=1)
+    currency = models.CharField(max_length=3, default="INR")
+    is_active = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["symbol"]
+        constraints = [
+            models.UniqueConstraint(fields=["exchange", "symbol"], name="instrument_unique_per_exchange"),
+            models.CheckConstraint(condition=Q(tick_size__gt=0), name="instrument_tick_size_positive"),
+            models.CheckConstraint(condition=Q(lot_size__gte=1), name="instrument_lot_size_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.exchange}:{self.symbol}"
+
+
+class DailyBar(models.Model):
+    instrument = models.ForeignKey(Instrument, on_delete=models.CASCADE, related_name="bars")
+    date = models.DateField()
+    open = models.DecimalField(**PRICE)
+    high = models.DecimalField(**PRICE)
+    low = models.DecimalField(**PRICE)
+    close = models.DecimalField(**PRICE)
+    volume = models.BigIntegerField()
+
+    class Meta:
+        ordering = ["instrument", "date"]
+        constraints = [
+            models.UniqueConstraint(fields=["instrument", "date"], name="bar_unique_per_day"),
+            models.CheckConstraint(condition=Q(low__gt=0), name="bar_prices_positive"),
+            models.CheckConstraint(condition=Q(high__gte=F("low")), name="bar_high_not_below_low"),
+            models.CheckConstraint(
+                condition=Q(close__gte=F("low"), close__lte=F("high")), name="bar_close_within_range"
+            ),
+            models.CheckConstraint(condition=Q(open__gte=F("low"), open__lte=F("high")), name="bar_open_within_range"),
+            models.CheckConstraint(condition=Q(volume__gt=0), name="bar_volume_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.instrument_id}@{self.date}"
+
+
+class NewsItem(models.Model):
+    """A headline, tied to one instrument or market-wide (instrument is null)."""
+
+    instrument = models.ForeignKey(Instrument, on_delete=models.CASCADE, related_name="news", null=True, blank=True)
+    headline = models.CharField(max_length=500)
+    source = models.CharField(max_length=100)
+    published_at = models.DateTimeField(db_index=True)
+    url = models.URLField(blank=True)
+    # sha256 of the scope (symbol or "*") and the normalised headline: the same story twice is one row.
+    content_hash = models.CharField(max_length=64, unique=True)
+
+    class Meta:
+        ordering = ["-published_at"]
+        indexes = [models.Index(fields=["instrument", "published_at"], name="news_by_instrument_time")]
+
+    def __str__(self) -> str:
+        return self.headline[:80]
+
+
+class MacroIndicator(models.Model):
+    """One reading of a macro series (repo rate, CPI, USD/INR, ...)."""
+
+    code = models.CharField(max_length=32)
+    name = models.CharField(max_length=100)
+    unit = models.CharField(max_length=16, blank=True)
+    date = models.DateField()
+    value = models.DecimalField(max_digits=20, decimal_places=6)
+
+    class Meta:
+        ordering = ["code", "date"]
+        constraints = [models.UniqueConstraint(fields=["code", "date"], name="macro_unique_per_day")]
+
+    def __str__(self) -> str:
+        return f"{self.code}@{self.date}={self.value}"
+
+
+class FundamentalsSnapshot(models.Model):
+    instrument = models.ForeignKey(Instrument, on_delete=models.CASCADE, related_name="fundamentals")
+    as_of = models.DateField()
+    source = models.CharField(max_length=100)
+    pe = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
+    pb = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
+    ev_ebitda = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
+    revenue_growth_pct = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
+    net_margin_pct = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
+
+    class Meta:
+        ordering = ["instrument", "as_of"]
+        constraints = [models.UniqueConstraint(fields=["instrument", "as_of"], name="fundamentals_unique_per_day")]
+
+    def __str__(self) -> str:
+        return f"{self.instrument_id}@{self.as_of}"
+
+
+class FeatureSnapshot(models.Model):
+    """A computed FeatureBundle, stored so a run (and its audit) reads exactly what it was shown."""
+
+    instrument = models.ForeignKey(Instrument, on_delete=models.CASCADE, related_name="feature_snapshots")
+    as_of = models.DateField()
+    bundle = models.JSONField()
+    fallback = models.BooleanField(default=False)
+    computed_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["instrument", "-as_of"]
+        constraints = [models.UniqueConstraint(fields=["instrument", "as_of"], name="feature_snapshot_unique_per_day")]
+
+    def __str__(self) -> str:
+        return f"features {self.instrument_id}@{self.as_of}"

@@ -1,0 +1,662 @@
+"""Stages 1-7 of a pipeline run, each persisted before the next starts.
+
+A run resumes at its first unfinished stage: a finished stage's stored output is read back, never
+recomputed, so a retried or crashed run cannot duplicate a note, a debate or a thesis. Numbers by
+code, words by models: the models argue; calibration, prices, validation and size are computed
+here from stored data.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.db import OperationalError, transaction
+from django.db.models import F, Q, Value
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from agents import recording
+from agents.clients import PROVIDERS, model_choice, require_priced
+from agents.domain import roles
+from agents.domain.citations import check_citations
+from agents.domain.llm import BudgetExceeded, ModelChoice, StageFailed
+from agents.domain.memory import format_memory_block
+from agents.domain.pricing import PriceTable
+from agents.domain.prompts import anchors_from_bundle
+from agents.domain.schemas import AnalystNote, DebateResult, TradeThesis
+from security.redaction import redact_data, redact_secrets
+from trading.audit import audit_record
+from trading.book.accounts import account_for_run, account_lock, account_portfolio, instrument_live_idea, risk_limits
+from trading.book.approvals import thesis_expiry
+from trading.book.domain.risk import evaluate_risk
+from trading.events import DeskEvent, publish
+from trading.market import services
+from trading.market.domain.features import NoPriceData
+from trading.models import Instrument, PipelineRun, StageRun, Thesis
+from trading.models.pipeline import STAGES
+from trading.pipeline.dispatch import QueueUnavailable, run_send
+from trading.pipeline.domain.conviction import calibrate_conviction
+from trading.pipeline.domain.levels import ThesisInvalid, anchor_levels, validate_thesis
+from trading.pipeline.leases import (
+    LIVE_STATUSES,
+    AttemptKeeper,
+    LeaseLost,
+    RunLease,
+    WakingRecorder,
+    lease_free,
+    owner_is_dead_here,
+    this_host,
+)
+from trading.pipeline.signals import run_finished
+from vocabulary.features import FeatureBundle
+
+logger = logging.getLogger(__name__)
+
+# ATR(14) needs 14 true ranges, so 15 sessions of bars.
+ATR_MIN_SESSIONS = 15
+# A sweep queues at most this many runs again; the rest wait for the next one.
+REQUEUE_BATCH = 500
+# A conviction the trader restates within this of the calibrated one is the same number, rounded.
+CONVICTION_TOLERANCE = 0.005
+
+
+def run_group(run_id: int) -> str:
+    return f"run-{run_id}"
+
+
+def _publish(run: PipelineRun, kind: str, **data: Any) -> None:
+    publish(DeskEvent(kind=kind, data={"run_id": run.pk, **data}), group=run_group(run.pk))
+
+
+# --- creating and claiming runs ---------------------------------------------------------------
+
+
+def pipeline_run_create(*, instrument: Instrument, as_of: dt.date, provider: str, user=None) -> PipelineRun:
+    if provider not in PROVIDERS:
+        raise ValueError(f"unknown provider {provider!r}; choose one of {', '.join(PROVIDERS)}")
+    require_priced(provider)
+    run = PipelineRun.objects.create(
+        instrument=instrument,
+        as_of=as_of,
+        provider=provider,
+        created_by=user if user and user.is_authenticated else None,
+    )
+    audit_record(
+        actor=user,
+        actor_label="" if user else "system",
+        action="run_created",
+        target=f"run {run.pk}",
+        details={"symbol": instrument.symbol, "as_of": as_of.isoformat(), "provider": provider},
+    )
+    return run
+
+
+def _claim(run_id: int, lease: RunLease) -> PipelineRun | None:
+    """Take the run for this attempt, or None: finished, gone, held by a live lease (another
+    executor is on it; a duplicate message must not run it twice), or out of attempts (given up)."""
+    seen = PipelineRun.objects.filter(pk=run_id, status__in=LIVE_STATUSES).first()
+    if seen is None:
+        return None
+    if seen.lease_expires_at and seen.lease_expires_at >= timezone.now():
+        logger.info("run %s is held by %s until %s: not run twice", run_id, seen.lease_owner, seen.lease_expires_at)
+        return None
+    if seen.attempts >= settings.RUN_MAX_ATTEMPTS:
+        run_give_up(seen)
+        return None
+    now = timezone.now()
+    # Only if nobody changed it since we looked: the attempt count and the holder are the ones we saw.
+    claimed = lease.take_over(
+        expect=Q(attempts=seen.attempts, lease_owner=seen.lease_owner),
+        status=PipelineRun.Status.RUNNING,
+        started_at=now,
+        attempts=F("attempts") + 1,
+        enqueued_at=Coalesce(F("enqueued_at"), Value(now)),  # a worker has the message: it was sent
+    )
+    if not claimed:
+        return None
+    if seen.lease_owner:
+        audit_record(
+            action="run_taken_over",
+            target=f"run {run_id}",
+            reason=f"the lease of {seen.lease_owner} expired at {seen.lease_expires_at:%Y-%m-%d %H:%M:%S}",
+            details={"owner": lease.owner, "previous": seen.lease_owner},
+        )
+    return PipelineRun.objects.select_related("instrument").get(pk=run_id)
+
+
+def run_give_up(run: PipelineRun) -> bool:
+    """Fail a run that used all its attempts, with the last attempt's reason. Conditional on what
+    the caller saw (attempts, no live lease), so a run another worker just claimed is left alone."""
+    now = timezone.now()
+    last = run.failure_reason or "no attempt finished"
+    reason = redact_secrets(f"gave up after {run.attempts} attempts: {last}")
+    given_up = (
+        PipelineRun.objects.filter(pk=run.pk, status__in=LIVE_STATUSES, attempts=run.attempts)
+        .filter(lease_free(now))
+        .update(
+            status=PipelineRun.Status.FAILED,
+            failure_reason=reason,
+            finished_at=now,
+            lease_owner="",
+            lease_expires_at=None,
+        )
+    )
+    if not given_up:
+        return False
+    audit_record(action="run_gave_up", target=f"run {run.pk}", reason=reason, details={"attempts": run.attempts})
+    run.status, run.failure_reason = PipelineRun.Status.FAILED, reason
+    _publish(run, "run.finished", status=run.status, reason=reason)
+    run_finished.send(sender=PipelineRun, run=run)
+    return True
+
+
+def _finish(run: PipelineRun, status: str, reason: str, lease: RunLease) -> None:
+    reason = redact_secrets(reason)  # a provider's error text may echo its credentials
+    # Only while this attempt holds the run: one that was taken over writes no ending.
+    finished = PipelineRun.objects.filter(pk=run.pk, lease_owner=lease.owner).update(
+        status=status, failure_reason=reason, finished_at=timezone.now(), lease_owner="", lease_expires_at=None
+    )
+    if not finished:
+        raise LeaseLost(f"run {run.pk} is no longer held by {lease.owner}")
+    run.status, run.failure_reason = status, reason
+    _publish(run, "run.finished", status=status, reason=reason)
+
+
+@dataclass
+class RunContext:
+    run: PipelineRun
+    choice: ModelChoice
+    recorder: recording.BufferedRecorder
+    budget: recording.RunBudget
+    outputs: dict[str, dict]
+    lease: RunLease
+
+    @property
+    def bundle(self) -> FeatureBundle:
+        return FeatureBundle.model_validate(self.outputs["features"]["bundle"])
+
+    @property
+    def notes(self) -> list[AnalystNote]:
+        return [AnalystNote.model_validate(n) for n in self.outputs["analysts"]["notes"].values()]
+
+
+# --- the stages ---------------------------------------------------------------------------------
+
+
+def _stage_features(ctx: RunContext) -> dict:
+    try:
+        bundle = services.feature_bundle_for(instrument=ctx.run.instrument, as_of=ctx.run.as_of)
+    except NoPriceData as error:
+        raise StageFailed(str(error)) from None
+    return {"bundle": bundle.model_dump(mode="json")}
+
+
+def _memory_query(instrument: Instrument, bundle: FeatureBundle) -> str:
+    t = bundle.technical
+    trend = "uptrend" if t.sma_50 and t.last_close > t.sma_50 else "downtrend"
+    return f"{instrument.symbol} {instrument.sector} {trend} breakout support resistance earnings"
+
+
+def _strategy_of(run: PipelineRun):
+    return run.strategy_run.strategy if run.strategy_run_id else None
+
+
+def _stage_context(ctx: RunContext) -> dict:
+    instrument = ctx.run.instrument
+    # A replay's run reads its own replay's lessons beside the live ones; a live run, live ones only.
+    # Named here from the run itself, so a replay run resumed by any worker reads the same memory.
+    replay_account = account_for_run(ctx.run).pk if ctx.run.is_replay else None
+    hits = recording.memory_search(
+        _memory_query(instrument, ctx.bundle),
+        symbol=instrument.symbol,
+        as_of=ctx.run.as_of,
+        scopes=recording.memory_scopes(replay_account_id=replay_account),
+    )
+    strategy = _strategy_of(ctx.run)
+    memory_block = format_memory_block(hits)
+    if strategy is not None:
+        # The mandate travels with the memory block, so every agent reads it before the evidence.
+        mandate = " ".join(strategy.philosophy.split())
+        memory_block = f"Strategy mandate ({strategy.name}): {mandate}\n{memory_block}"
+    return {
+        "memory_block": memory_block,
+        "memory_ids": [hit.record.id for hit in hits],
+        "mandate": strategy.philosophy if strategy else "",
+    }
+
+
+def _stage_analysts(ctx: RunContext) -> dict:
+    results = roles.run_analysts(
+        ctx.choice,
+        ctx.bundle,
+        memory_block=ctx.outputs["context"]["memory_block"],
+        recorder=ctx.recorder,
+        budget=ctx.budget,
+    )
+    notes = {role: r.model_dump(mode="json") for role, r in results.items() if isinstance(r, AnalystNote)}
+    failures = {role: r.reason for role, r in results.items() if isinstance(r, StageFailed)}
+    # Every indicator value a note cites, checked against the bundle; kept for the run page and
+    # for any later critique. A mismatch is shown, never silently corrected.
+    checks = {role: check_citations(r, ctx.bundle) for role, r in results.items() if isinstance(r, AnalystNote)}
+    return {
+        "notes": notes,
+        "failures": failures,
+        "quorum": roles.quorum_met(results),
+        "citations": {role: check.model_dump(mode="json") for role, check in checks.items()},
+        "citation_mismatches": sum(check.mismatches for check in checks.values()),
+    }
+
+
+def _stage_debate(ctx: RunContext) -> dict:
+    notes, bundle = ctx.notes, ctx.bundle
+    memory_block = ctx.outputs["context"]["memory_block"]
+    common = {"recorder": ctx.recorder, "budget": ctx.budget, "memory_block": memory_block}
+    bull, bear = roles.build_cases(ctx.choice, notes, bundle, **common)
+    bull_final, bear_final = roles.rebut_cases(ctx.choice, bull, bear, **common)
+    verdict = roles.judge(ctx.choice, notes, bull_final, bear_final, anchors=anchors_from_bundle(bundle), **common)
+    calibrated = calibrate_conviction(verdict.conviction, verdict.winner, notes)
+    result = verdict.model_copy(
+        update={"conviction": calibrated.conviction, "proposed_conviction": calibrated.proposed}
+    )
+    return {
+        "bull_initial": bull.model_dump(mode="json"),
+        "bear_initial": bear.model_dump(mode="json"),
+        "bull": bull_final.model_dump(mode="json"),
+        "bear": bear_final.model_dump(mode="json"),
+        "result": result.model_dump(mode="json"),
+        "calibration": {
+            "proposed": calibrated.proposed,
+            "conviction": calibrated.conviction,
+            "opposing": calibrated.opposing,
+            "side_taking": calibrated.side_taking,
+            "haircut": calibrated.haircut,
+        },
+    }
+
+
+def _decimal(value: float | None) -> Decimal | None:
+    return None if value is None else Decimal(str(value))
+
+
+def _overruled(proposed: TradeThesis, debate: DebateResult) -> list[str]:
+    """What the trader's reply said that code did not follow, in words for the thesis page."""
+    warnings = []
+    if proposed.direction != debate.winner:
+        warnings.append(
+            f"the trader replied {proposed.direction}, against the debate's winner {debate.winner}; "
+            f"the thesis stays {debate.winner} (the reply is kept for audit)"
+        )
+    if abs(proposed.conviction - debate.conviction) > CONVICTION_TOLERANCE:
+        warnings.append(
+            f"the trader restated conviction as {proposed.conviction:.2f}; the calibrated "
+            f"{debate.conviction:.4f} stands"
+        )
+    return warnings
+
+
+def _stage_trader(ctx: RunContext) -> dict:
+    """The trader writes the rationale and risks. Direction and conviction are the debate's
+    (calibrated by code); entry, stop and target come from the last close and ATR. Without an
+    ATR there are no prices to anchor to, and the stage fails closed rather than trade the
+    model's numbers."""
+    bundle, instrument = ctx.bundle, ctx.run.instrument
+    debate = DebateResult.model_validate(ctx.outputs["debate"]["result"])
+    atr = _decimal(bundle.technical.atr_14)
+    if atr is None or atr <= 0:
+        raise StageFailed(
+            f"no ATR(14) for {instrument.symbol} as of {ctx.run.as_of} (it needs {ATR_MIN_SESSIONS} sessions of "
+            "bars): prices are set from ATR, never taken from the model"
+        )
+    proposed = roles.propose_thesis(
+        ctx.choice,
+        debate,
+        ctx.notes,
+        anchors_from_bundle(bundle),
+        other_symbols=list(Instrument.objects.exclude(pk=instrument.pk).values_list("symbol", flat=True)),
+        recorder=ctx.recorder,
+        budget=ctx.budget,
+        memory_block=ctx.outputs["context"]["memory_block"],
+    )
+    owned = proposed.model_copy(
+        update={"direction": debate.winner, "conviction": debate.conviction, "levels_source": "model"}
+    )
+    try:
+        anchored = anchor_levels(
+            owned, last_price=Decimal(str(bundle.technical.last_close)), atr=atr, tick=instrument.tick_size
+        )
+        validate_thesis(anchored, atr=atr, tick=instrument.tick_size)
+    except ThesisInvalid as error:
+        raise StageFailed(f"thesis validator: {error}") from None
+    return {
+        "proposed": proposed.model_dump(mode="json"),
+        "thesis": anchored.model_dump(mode="json"),
+        "warnings": _overruled(proposed, debate),
+    }
+
+
+def _held(run: PipelineRun, account) -> str:
+    busy = instrument_live_idea(account, run.instrument_id, exclude_run_id=run.pk)
+    return f"HOLD: {run.instrument.symbol} {busy}; one live idea per instrument" if busy else ""
+
+
+def _stage_risk(ctx: RunContext) -> dict:
+    """Size and check against the live book, then store the thesis, all under the account's
+    lock: twelve runs on one instrument at the same moment leave one thesis, and the others say
+    why they hold."""
+    run, instrument = ctx.run, ctx.run.instrument
+    thesis = TradeThesis.model_validate(ctx.outputs["trader"]["thesis"])
+    with transaction.atomic():
+        account = account_lock(account_for_run(run).pk)
+        if instrument.currency != account.currency:
+            # The limits are in the account's money; without an exchange rate a USD price against
+            # rupee capital would size the trade wrong by the whole rate.
+            raise StageFailed(
+                f"{instrument.symbol} trades in {instrument.currency} but the account {account.name!r} is in "
+                f"{account.currency}, and the desk has no exchange rate to size it with"
+            )
+        ctx.lease.hold()  # an attempt that was taken over must not leave a second thesis
+        held = _held(run, account)
+        if held:
+            return {"held": held}
+        decision = evaluate_risk(
+            direction=thesis.direction,
+            entry=Decimal(str(thesis.entry)),
+            stop=Decimal(str(thesis.stop)),
+            target=Decimal(str(thesis.target)),
+            lot_size=instrument.lot_size,
+            limits=risk_limits(account, _strategy_of(run)),
+            portfolio=account_portfolio(account, today=run.as_of, instrument_id=instrument.pk),
+        )
+        summary = decision.to_dict()
+        warnings = list(ctx.outputs["trader"].get("warnings", []))
+        if decision.sizing:
+            warnings.append(decision.sizing)
+        Thesis.objects.get_or_create(
+            run=run,
+            defaults={
+                "account": account,
+                "instrument": instrument,
+                "direction": thesis.direction,
+                "conviction": Decimal(str(round(thesis.conviction, 4))),
+                "entry": Decimal(str(thesis.entry)),
+                "stop": Decimal(str(thesis.stop)),
+                "target": Decimal(str(thesis.target)),
+                "horizon_sessions": thesis.horizon_sessions,
+                "quantity": decision.quantity,
+                "risk_amount": decision.risk_amount.quantize(Decimal("0.01")),
+                "notional": decision.notional.quantize(Decimal("0.01")),
+                "risk_approved": decision.approved,
+                "risk_checks": summary["checks"],
+                "payload": thesis.model_dump(mode="json"),
+                "warnings": warnings,
+                "status": Thesis.Status.PENDING if decision.approved else Thesis.Status.REJECTED_BY_RISK,
+                "expires_at": thesis_expiry(timezone.now()),
+            },
+        )
+    return {"decision": summary}
+
+
+STAGE_FUNCTIONS: dict[str, Callable[[RunContext], dict]] = {
+    "features": _stage_features,
+    "context": _stage_context,
+    "analysts": _stage_analysts,
+    "debate": _stage_debate,
+    "trader": _stage_trader,
+    "risk": _stage_risk,
+}
+
+
+# --- running ------------------------------------------------------------------------------------
+
+
+def _start_stage(run: PipelineRun, stage: str, lease: RunLease) -> StageRun:
+    with transaction.atomic():
+        lease.hold()
+        record, created = StageRun.objects.get_or_create(
+            run=run, stage=stage, defaults={"position": STAGES.index(stage), "status": StageRun.Status.RUNNING}
+        )
+        if not created:
+            StageRun.objects.filter(pk=record.pk).update(
+                status=StageRun.Status.RUNNING, error="", started_at=timezone.now()
+            )
+    _publish(run, "stage.started", stage=stage)
+    return record
+
+
+def _complete_stage(ctx: RunContext, record: StageRun, output: dict) -> None:
+    output = redact_data(output)  # an analyst's failure reason may echo a provider's credentials
+    # The calls first, in their own transaction: they were made (and paid for) whether or not this
+    # attempt still holds the run.
+    ctx.recorder.flush()
+    with transaction.atomic():
+        ctx.lease.hold()
+        StageRun.objects.filter(pk=record.pk).update(
+            status=StageRun.Status.DONE, output=output, finished_at=timezone.now(), error=""
+        )
+    ctx.outputs[record.stage] = output
+    _publish(ctx.run, "stage.finished", stage=record.stage, status="done")
+
+
+def _fail_stage(ctx: RunContext, record: StageRun, reason: str) -> None:
+    reason = redact_secrets(reason)
+    ctx.recorder.flush()
+    with transaction.atomic():
+        ctx.lease.hold()
+        StageRun.objects.filter(pk=record.pk).update(
+            status=StageRun.Status.FAILED, error=reason, finished_at=timezone.now()
+        )
+    _publish(ctx.run, "stage.finished", stage=record.stage, status="failed", reason=reason)
+
+
+@dataclass
+class _Progress:
+    stage: str = "start"
+
+
+def pipeline_run_execute(run_id: int, *, stop_after: str | None = None) -> PipelineRun | None:
+    """Run (or resume) one pipeline run, under a lease. Returns the run as it stands: finished, or
+    still running when another executor holds it (this call then did nothing, or stopped without
+    writing when its lease was taken over); None when it is gone.
+
+    ``stop_after`` ends the call after that stage as if the process had died there (tests)."""
+    lease = RunLease.for_this_attempt(run_id)
+    run = _claim(run_id, lease)
+    if run is None:
+        return PipelineRun.objects.filter(pk=run_id).first()
+    recorder = WakingRecorder(run_id=run.pk, prices=PriceTable.from_mapping(settings.LLM.get("PRICES", {})))
+    keeper = AttemptKeeper(lease, recorder).start()
+    progress = _Progress()
+    try:
+        return _execute(run, lease, recorder, progress, stop_after=stop_after)
+    except LeaseLost:
+        logger.warning("run %s: %s lost its lease in %s; stopped without writing", run.pk, lease.owner, progress.stage)
+        audit_record(
+            action="run_lease_lost",
+            target=f"run {run.pk}",
+            reason=f"another executor took the run over; this attempt stopped in {progress.stage} without writing",
+            details={"owner": lease.owner},
+        )
+        return PipelineRun.objects.filter(pk=run_id).first()
+    except BaseException as error:
+        _note_attempt_death(run, lease, progress.stage, error)
+        raise
+    finally:
+        keeper.stop()
+        _flush_quietly(recorder, run.pk)
+        lease.release()
+
+
+def _execute(
+    run: PipelineRun, lease: RunLease, recorder: WakingRecorder, progress: _Progress, *, stop_after: str | None
+) -> PipelineRun:
+    done = {s.stage: s.output for s in StageRun.objects.filter(run=run, status=StageRun.Status.DONE)}
+    if "risk" not in done and (held := _held(run, account_for_run(run))):
+        # Checked first so a busy instrument costs no model call; checked again under the lock.
+        _finish(run, PipelineRun.Status.HELD, held, lease)
+        return run
+    try:
+        choice = model_choice(run.provider, symbol=run.instrument.symbol)
+    except OperationalError:
+        raise
+    except Exception as error:
+        # No key, an unknown provider: no later attempt would do better, so the run fails now with
+        # the reason instead of staying "running" to be queued again and again.
+        _finish(run, PipelineRun.Status.FAILED, f"could not start: {error}", lease)
+        return run
+    ctx = RunContext(
+        run=run,
+        choice=choice,
+        recorder=recorder,
+        budget=recording.RunBudget(run_id=run.pk, recorder=recorder, provider=run.provider),
+        outputs=dict(done),
+        lease=lease,
+    )
+    for stage in STAGES:
+        if stage in done:
+            continue
+        progress.stage = stage
+        ctx.budget.refresh()
+        record = _start_stage(run, stage, lease)
+        try:
+            output = STAGE_FUNCTIONS[stage](ctx)
+        except (StageFailed, BudgetExceeded) as error:
+            reason = getattr(error, "reason", None) or f"{type(error).__name__}: {error}"
+            _fail_stage(ctx, record, reason)
+            _finish(run, PipelineRun.Status.FAILED, f"{stage}: {reason}", lease)
+            return run
+        except (OperationalError, LeaseLost):
+            raise  # the database blinked (the task retries; the run resumes here), or the run is not ours
+        except Exception as error:
+            # A bug or a time limit must not leave the run "running" to be retried forever.
+            logger.exception("run %s failed in stage %s", run.pk, stage)
+            reason = f"internal error: {type(error).__name__}: {error}"
+            _fail_stage(ctx, record, reason)
+            _finish(run, PipelineRun.Status.FAILED, f"{stage}: {reason}", lease)
+            return run
+        _complete_stage(ctx, record, output)
+        if stage == "risk" and output.get("held"):
+            _finish(run, PipelineRun.Status.HELD, output["held"], lease)
+            return run
+        if stage == "analysts" and not output["quorum"]:
+            _finish(run, PipelineRun.Status.DEGRADED, "quorum not met: fewer than 3 of 4 analyst notes", lease)
+            return run
+        if stage == stop_after:
+            return run
+    _finish(run, PipelineRun.Status.COMPLETED, "", lease)
+    return run
+
+
+def _note_attempt_death(run: PipelineRun, lease: RunLease, stage: str, error: BaseException) -> None:
+    """What killed this attempt, kept on the run (still running) for the next attempt's give-up
+    reason. Best effort: the error may be the database itself."""
+    note = redact_secrets(f"attempt {run.attempts} died in {stage}: {type(error).__name__}: {error}")
+    try:
+        PipelineRun.objects.filter(pk=run.pk, lease_owner=lease.owner).update(failure_reason=note)
+    except Exception:
+        logger.warning("run %s: could not note why attempt %s died", run.pk, run.attempts, exc_info=True)
+
+
+def _flush_quietly(recorder: recording.BufferedRecorder, run_id: int) -> None:
+    # The calls an attempt finished are kept even when it dies; a failure here must not hide the
+    # error that is on its way out.
+    try:
+        recorder.flush()
+    except Exception:
+        logger.warning("run %s: could not write its last model calls", run_id, exc_info=True)
+
+
+# --- runs nobody executes -------------------------------------------------------------------------
+
+
+def stale_runs_requeue(*, older_than: dt.timedelta, queue: str | None = None) -> list[int]:
+    """Queue again the runs nobody executes: running with a lease that expired (its executor
+    stopped renewing it: the worker died) and not queued again since, and queued runs whose
+    message was sent more than ``older_than`` ago and never picked up (a broker that lost it). A
+    run with a live lease is left alone however slow its stage. Runs out of attempts fail with
+    the reason instead. Resuming is safe because finished stages are read back, not redone."""
+    now = timezone.now()
+    cutoff = now - older_than
+    not_sent_since = Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=F("lease_expires_at")) | Q(enqueued_at__lt=cutoff)
+    orphaned = Q(status=PipelineRun.Status.RUNNING) & lease_free(now) & not_sent_since
+    lost = Q(status=PipelineRun.Status.QUEUED, enqueued_at__lt=cutoff)
+    requeued = []
+    for run in PipelineRun.objects.filter(orphaned | lost).order_by("pk")[:REQUEUE_BATCH]:
+        if _requeue(run, queue=queue, why=_why_lost(run)):
+            requeued.append(run.pk)
+    return requeued
+
+
+def dead_workers_runs_requeue(*, queue: str | None = None) -> list[int]:
+    """At a worker's start, at once: the runs whose executor is gone, because its lease expired or
+    because it was a process of this host that no longer exists (the worker that was killed; with
+    the embedded broker its message died with it). Sent to ``queue``, the starting worker's."""
+    now = timezone.now()
+    held = (
+        PipelineRun.objects.filter(status=PipelineRun.Status.RUNNING)
+        .exclude(lease_owner="")
+        .filter(Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=F("lease_expires_at")))
+        .order_by("pk")
+    )
+    requeued = []
+    for run in held[:REQUEUE_BATCH]:
+        if run.lease_expires_at is not None and run.lease_expires_at >= now:
+            if not owner_is_dead_here(run.lease_owner):
+                continue  # a live executor
+            # Its holder is dead: its lease need not be waited out.
+            expired = PipelineRun.objects.filter(
+                pk=run.pk, lease_owner=run.lease_owner, lease_expires_at=run.lease_expires_at
+            ).update(lease_expires_at=now - dt.timedelta(seconds=1))
+            if not expired:
+                continue
+            why = f"its process {run.lease_owner} is gone (seen by a worker starting on {this_host()})"
+            run.lease_expires_at = now - dt.timedelta(seconds=1)
+        else:
+            why = _why_lost(run)
+        if _requeue(run, queue=queue, why=why):
+            requeued.append(run.pk)
+    return requeued
+
+
+def _why_lost(run: PipelineRun) -> str:
+    if run.status == PipelineRun.Status.QUEUED:
+        return f"its message, sent at {run.enqueued_at:%Y-%m-%d %H:%M:%S}, was never picked up"
+    if run.lease_owner:
+        return f"{run.lease_owner} stopped renewing its lease (expired at {run.lease_expires_at:%Y-%m-%d %H:%M:%S})"
+    return "its attempt stopped and nobody picked the run up again"
+
+
+def _requeue(run: PipelineRun, *, queue: str | None, why: str) -> bool:
+    """One run nobody executes: its last attempt noted, then sent again, or given up when it has
+    used all its attempts. Every step is conditional on the state the caller saw."""
+    if run.status == PipelineRun.Status.RUNNING:
+        note = redact_secrets(f"attempt {run.attempts} stopped without finishing: {why}")
+        noted = (
+            PipelineRun.objects.filter(pk=run.pk, status=run.status, attempts=run.attempts, lease_owner=run.lease_owner)
+            .filter(lease_free(timezone.now()))
+            .update(failure_reason=note)
+        )
+        if not noted:
+            return False  # claimed meanwhile
+        run.failure_reason = note
+        if run.attempts >= settings.RUN_MAX_ATTEMPTS:
+            run_give_up(run)
+            return False
+    try:
+        return run_send(run.pk, expect=Q(enqueued_at=run.enqueued_at), queue=queue, action="run_requeued", reason=why)
+    except QueueUnavailable:
+        return False  # still unsent: the next sweep tries again
+
+
+__all__ = [
+    "PROVIDERS",
+    "STAGES",
+    "pipeline_run_create",
+    "pipeline_run_execute",
+    "run_group",
+]

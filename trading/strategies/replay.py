@@ -1,0 +1,187 @@
+"""Strategy runs: a pipeline run per instrument of the universe, then HOLD or REBALANCE.
+
+Live, the runs are queued to the workers and the decision is taken when the last one finishes.
+A history replay runs the same loop in process, one day at a time, strictly as of each day, and
+decides approvals by a stated policy instead of a person.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+from functools import partial
+
+from django.contrib.auth import get_user_model
+
+from agents.domain.memory import replay_scope
+from agents.models import MemoryEntry
+from trading.access import APPROVER, ensure_desk_groups
+from trading.audit import audit_record
+from trading.book import broker
+from trading.book.accounts import replay_account
+from trading.book.approvals import DecisionRefused, thesis_approve
+from trading.book.signals import replay_account_clearing, replay_position_closed
+from trading.models import DailyBar, Order, PipelineRun, Position, Strategy, StrategyRun, Thesis
+from trading.pipeline.orchestrator import pipeline_run_create, pipeline_run_execute
+from trading.strategies.runs import strategy_run_decide
+
+REPLAY_USER = "replay-policy"
+logger = logging.getLogger(__name__)
+
+
+
+@dataclass(frozen=True)
+class ApprovalPolicy:
+    """Which risk-approved theses a replay approves: ``all``, ``none`` or ``conviction>=X``."""
+
+    min_conviction: Decimal | None
+    approve: bool = True
+
+    @classmethod
+    def parse(cls, text: str) -> ApprovalPolicy:
+        text = text.strip().lower().replace(" ", "")
+        if text == "all":
+            return cls(min_conviction=None)
+        if text == "none":
+            return cls(min_conviction=None, approve=False)
+        match = re.fullmatch(r"conviction>=(0(\.\d+)?|1(\.0+)?)", text)
+        if match:
+            return cls(min_conviction=Decimal(match.group(1)))
+        raise ValueError(f"approval policy {text!r}: use all, none or conviction>=X (0 ≤ X ≤ 1)")
+
+    def approves(self, thesis: Thesis) -> bool:
+        if not self.approve or not thesis.risk_approved:
+            return False
+        return self.min_conviction is None or thesis.conviction >= self.min_conviction
+
+
+def _policy_user():
+    """The approver of record for replays. It holds the approver role (permissions are checked
+    exactly as for a person) but has no usable password, so nobody can log in as it."""
+    user, created = get_user_model().objects.get_or_create(username=REPLAY_USER)
+    if created:
+        user.set_unusable_password()
+        user.save()
+    user.groups.add(ensure_desk_groups()[APPROVER])
+    return user
+
+
+def replay_sessions(strategy: Strategy, start: dt.date, end: dt.date) -> list[dt.date]:
+    return list(
+        DailyBar.objects.filter(instrument__in=strategy.universe.all(), date__gte=start, date__lte=end)
+        .values_list("date", flat=True)
+        .distinct()
+        .order_by("date")
+    )
+
+
+def replay_clear(strategy: Strategy) -> None:
+    """Forget the strategy's previous replay so a new one starts from the same clean account."""
+    account = replay_account(strategy.name)
+    # The reviews of its positions, and the lessons they wrote, belong to the layer above: it is
+    # told first, and clears them before the positions go.
+    replay_account_clearing.send(sender=Strategy, account=account)
+    # Its lessons go with it: those in its own scope too.
+    MemoryEntry.objects.filter(scope=replay_scope(account.pk)).delete()
+    Position.objects.filter(account=account).delete()
+    Order.objects.filter(account=account).delete()
+    StrategyRun.objects.filter(strategy=strategy, is_replay=True).delete()
+    account.cash = account.capital
+    account.save(update_fields=["cash"])
+
+
+@dataclass
+class ReplayDay:
+    as_of: dt.date
+    runs: int
+    approved: int
+    refused: list[str]
+    filled: int
+    closed: int
+    decision: str
+
+
+def _close_approval_window(run_ids: list[int], day: dt.date) -> None:
+    """The replay's approval window is its own day: what the policy did not approve expires, as
+    a live thesis does when nobody decides, so it holds no instrument the next day."""
+    left = Thesis.objects.filter(run_id__in=run_ids, status=Thesis.Status.PENDING)
+    for thesis_id in left.values_list("pk", flat=True):
+        audit_record(
+            actor_label=REPLAY_USER,
+            action="thesis_expired",
+            target=f"thesis {thesis_id}",
+            reason=f"replay: not approved on {day}",
+        )
+    left.update(status=Thesis.Status.EXPIRED)
+
+
+def _review_or_record(position: Position, *, lessons_to_live: bool = False) -> None:
+    """Review a replay's closed position at once; a failed review is recorded, and the replay goes on."""
+    try:
+        replay_position_closed.send(sender=Position, position=position, lessons_to_live=lessons_to_live)
+    except Exception as error:
+        logger.exception("review of position %s failed", position.pk)
+        audit_record(
+            action="review_failed", target=f"position {position.pk}", reason=f"{type(error).__name__}: {error}"
+        )
+
+
+def replay_strategy(
+    *,
+    strategy: Strategy,
+    start: dt.date,
+    end: dt.date,
+    policy: ApprovalPolicy,
+    provider: str = "offline",
+    progress: Callable[[ReplayDay], None] | None = None,
+    lessons_to_live: bool = False,
+) -> Iterator[ReplayDay]:
+    """Run the strategy's daily loop over history. Each day: the book is marked on that day's bar
+    (waiting orders fill at its open; stops, targets and horizons close positions and are reviewed
+    at once), then the pipeline runs strictly as of that day and the policy decides approvals.
+
+    Its lessons stay in its own memory scope, recalled by its own runs (with the live lessons of
+    each day) and never by live runs, unless ``lessons_to_live`` writes them to live memory too
+    (still tagged ``replay=true``)."""
+    replay_clear(strategy)
+    account = replay_account(strategy.name)
+    approver = _policy_user()
+    review = partial(_review_or_record, lessons_to_live=lessons_to_live)
+    for day in replay_sessions(strategy, start, end):
+        book = broker.positions_mark(as_of=day, account=account, on_close=review)
+        strategy_run = StrategyRun.objects.create(strategy=strategy, as_of=day, is_replay=True)
+        runs = []
+        for instrument in strategy.universe.filter(is_active=True).order_by("symbol"):
+            if not DailyBar.objects.filter(instrument=instrument, date=day).exists():
+                continue
+            run = pipeline_run_create(instrument=instrument, as_of=day, provider=provider)
+            PipelineRun.objects.filter(pk=run.pk).update(strategy_run=strategy_run, is_replay=True)
+            pipeline_run_execute(run.pk)  # it reads its replay's memory scopes from the run itself
+            runs.append(run.pk)
+        approved, refused = 0, []
+        for thesis in Thesis.objects.filter(run_id__in=runs).select_related("instrument", "run").order_by("id"):
+            if not policy.approves(thesis):
+                continue
+            try:
+                thesis_approve(thesis=thesis, user=approver, comment=f"replay policy on {day}", as_of=day, replay=True)
+                approved += 1
+            except DecisionRefused as refusal:
+                refused.append(f"{thesis.instrument.symbol}: {refusal.reason}")
+        _close_approval_window(runs, day)
+        decided = strategy_run_decide(strategy_run)
+        result = ReplayDay(
+            as_of=day,
+            runs=len(runs),
+            approved=approved,
+            refused=refused,
+            filled=book["filled"],
+            closed=book["closed"],
+            decision=decided.decision,
+        )
+        if progress:
+            progress(result)
+        yield result
