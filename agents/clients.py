@@ -8,14 +8,16 @@ the same way and none of them reaches into another's module for it.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from typing import cast
 
 from django.conf import settings
 
 from agents import recording
 from agents.domain.llm import LatencyClient, ModelChoice
-from agents.domain.offline import OfflineModel
 from agents.domain.pricing import FREE_PROVIDERS, PriceTable
 from agents.providers.factory import PROVIDERS, ProviderSettings, build_llm_client
+from agents.roles import OfflineModel
 
 __all__ = ["DEFAULT_MODELS", "PROVIDERS", "model_choice", "provider_models", "require_priced"]
 
@@ -33,8 +35,9 @@ def provider_models(provider: str) -> tuple[str, str]:
     default_model, deep_model = DEFAULT_MODELS[provider]
     if provider not in ("offline", "replay"):
         # A real provider's model names are configurable; the offline and replay ones are not.
-        default_model = settings.LLM["DEFAULT_MODEL"] or default_model
-        deep_model = settings.LLM["DEEP_MODEL"] or deep_model
+        # settings.LLM's values are typed by config/env.py's readers; the checker sees only objects.
+        default_model = cast(str, settings.LLM["DEFAULT_MODEL"]) or default_model
+        deep_model = cast(str, settings.LLM["DEEP_MODEL"]) or deep_model
     return default_model, deep_model
 
 
@@ -43,7 +46,7 @@ def require_priced(provider: str) -> None:
     calls as free and never stop them."""
     if provider in FREE_PROVIDERS:
         return
-    table = PriceTable.from_mapping(settings.LLM.get("PRICES", {}))
+    table = PriceTable.from_mapping(cast(Mapping[str, Mapping[str, object]], settings.LLM.get("PRICES", {})))
     unpriced = sorted({model for model in provider_models(provider) if not table.known(model)})
     if unpriced and table.fallback is None:
         raise ValueError(
@@ -63,7 +66,7 @@ def model_choice(provider: str, *, symbol: str) -> ModelChoice:
         replay_lookup=recording.replay_lookup_for(symbol) if provider == "replay" else None,
         offline_client=OfflineModel(),
     )
-    latency = settings.LLM.get("OFFLINE_LATENCY_MS", 0.0)
+    latency = cast(float, settings.LLM.get("OFFLINE_LATENCY_MS", 0.0))
     if provider == "offline" and latency:
         client = LatencyClient(client, latency)
     return ModelChoice(client=client, default_model=default_model, deep_model=deep_model)

@@ -11,16 +11,15 @@ import datetime as dt
 import threading
 from collections.abc import Callable, Iterable
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
-from django.db.models import Count, Sum
+from django.db.models import Count, Model, Sum
 from django.utils import timezone
 
-from agents.domain.llm import BudgetExceeded, CallRecord
+from agents.domain.llm import BudgetExceeded, CallRecord, ModelReply
 from agents.domain.memory import LIVE_SCOPE, HybridIndex, MemoryHit, MemoryRecord, replay_scope
 from agents.domain.pricing import PriceTable
-from agents.domain.schemas import ModelReply
 from agents.models import MemoryEntry, ModelCall
 from agents.providers.recorded import prompt_key
 from security.redaction import redact_secrets
@@ -87,7 +86,8 @@ class RunBudget:
 
     def __init__(self, *, run_id: int, recorder: BufferedRecorder, provider: str = "") -> None:
         self.recorder = recorder
-        self.run_tokens_limit = settings.LLM["RUN_TOKEN_BUDGET"]
+        # An int (config/env.py's env_int); the checker sees settings.LLM's values only as objects.
+        self.run_tokens_limit = cast(int, settings.LLM["RUN_TOKEN_BUDGET"])
         self.day_cost_limit = Decimal(str(settings.LLM["DAILY_COST_BUDGET"]))
         run_calls = ModelCall.objects.filter(run_id=run_id).aggregate(i=Sum("input_tokens"), o=Sum("output_tokens"))
         self.run_tokens_before = (run_calls["i"] or 0) + (run_calls["o"] or 0)
@@ -196,7 +196,7 @@ def memory_search(
     return memory_cache.refresh().search(query, k=k, symbol=symbol, as_of=as_of, scopes=tuple(scopes))
 
 
-def run_totals(run) -> dict[str, Any]:
+def run_totals(run: Model) -> dict[str, Any]:
     """What a run's model calls added up to: calls, tokens and cost (zero when it made none)."""
     totals = ModelCall.objects.filter(run_id=run.pk).aggregate(
         calls=Count("id"), input_tokens=Sum("input_tokens"), output_tokens=Sum("output_tokens"), cost=Sum("cost")

@@ -285,6 +285,8 @@ REST_FRAMEWORK = {
         "rest_framework.renderers.JSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
     ],
+    # Every refusal (vocabulary.refusals) answers 400/403/409/503 by its kind, in one place.
+    "EXCEPTION_HANDLER": "trading.api.errors.exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Trading desk API",

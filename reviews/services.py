@@ -13,22 +13,25 @@ Where the lesson goes is decided from the position:
 
 from __future__ import annotations
 
+import datetime as dt
+from collections.abc import Mapping
 from decimal import Decimal
+from typing import cast
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from agents import recording
+from agents import recording, roles
 from agents.clients import model_choice
-from agents.domain import roles
 from agents.domain.memory import LIVE_SCOPE, format_memory_block, replay_scope
 from agents.domain.pricing import PriceTable
-from agents.domain.roles import ReviewFacts
 from agents.models import MemoryEntry
+from agents.roles import ReviewFacts
 from reviews.domain.outcomes import classify_outcome, signal_evolution, thesis_vs_outcome
 from reviews.models import TradeReview
 from trading.audit import audit_record
 from trading.models import AuditEvent, Position
+from vocabulary.trade import as_direction
 
 MANUAL_EXIT = "manual"
 
@@ -36,28 +39,32 @@ MANUAL_EXIT = "manual"
 def review_facts(position: Position) -> ReviewFacts:
     """Everything the review states as fact, computed here from stored rows."""
     thesis = position.thesis
-    outcome = classify_outcome(position.realised_pnl, notional=position.entry_price * position.quantity)
+    exit_price, realised_pnl = position.exit_price, position.realised_pnl
+    if exit_price is None or realised_pnl is None:
+        raise ValueError(f"position {position.pk} has no exit yet: only a closed position can be reviewed")
+    direction = as_direction(position.direction)
+    outcome = classify_outcome(realised_pnl, notional=position.entry_price * position.quantity)
     return ReviewFacts(
         symbol=position.instrument.symbol,
-        direction=position.direction,
+        direction=direction,
         entry=position.entry_price,
         stop=position.stop,
         target=position.target,
         conviction=thesis.conviction,
         rationale=thesis.payload.get("rationale", ""),
-        exit_price=position.exit_price,
+        exit_price=exit_price,
         exit_reason=position.exit_reason,
         outcome=outcome,
-        realised_pnl=position.realised_pnl,
+        realised_pnl=realised_pnl,
         signal_evolution=signal_evolution(outcome),
         thesis_vs_outcome=_with_exit_fact(
             position,
             thesis_vs_outcome(
-                direction=position.direction,
+                direction=direction,
                 entry=position.entry_price,
                 stop=position.stop,
                 target=position.target,
-                exit_price=position.exit_price,
+                exit_price=exit_price,
             ),
         ),
     )
@@ -95,12 +102,14 @@ def _memory_scope(position: Position, *, lessons_to_live: bool) -> str:
     return LIVE_SCOPE
 
 
-def _reading_scopes(position: Position) -> list[str]:
+def _reading_scopes(position: Position) -> tuple[str, ...]:
     """What the reviewer recalls: live lessons, and for a replay its own as well."""
     return recording.memory_scopes(replay_account_id=position.account_id if position.is_replay else None)
 
 
-def _memory_entry(position: Position, facts: ReviewFacts, review, *, lessons_to_live: bool) -> MemoryEntry | None:
+def _memory_entry(
+    position: Position, facts: ReviewFacts, review: roles.TradeReview, *, closed_on: dt.date, lessons_to_live: bool
+) -> MemoryEntry | None:
     if position.exit_reason == MANUAL_EXIT:
         return None  # a person's exit is no market lesson
     tags = dict(review.memory_tags)
@@ -111,9 +120,15 @@ def _memory_entry(position: Position, facts: ReviewFacts, review, *, lessons_to_
         symbol=facts.symbol,
         text=review.memory_text,
         tags=tags,
-        created_on=position.closed_on,
+        created_on=closed_on,
         scope=_memory_scope(position, lessons_to_live=lessons_to_live),
     )
+
+
+def _configured_prices() -> Mapping[str, Mapping[str, object]]:
+    """LLM_PRICES as configured. The checker sees settings.LLM's values only as objects; PriceTable
+    refuses an entry that is not a price (a ValueError naming the model)."""
+    return cast(Mapping[str, Mapping[str, object]], settings.LLM["PRICES"])
 
 
 def position_review(*, position: Position, lessons_to_live: bool = False) -> TradeReview:
@@ -122,17 +137,18 @@ def position_review(*, position: Position, lessons_to_live: bool = False) -> Tra
     existing = TradeReview.objects.filter(position=position).first()
     if existing is not None:
         return existing
-    if position.status != Position.Status.CLOSED:
+    closed_on = position.closed_on
+    if position.status != Position.Status.CLOSED or closed_on is None:
         raise ValueError("only a closed position can be reviewed")
     facts = review_facts(position)
     provider = position.thesis.run.provider
     recorder = recording.BufferedRecorder(
-        run_id=position.thesis.run_id, prices=PriceTable.from_mapping(settings.LLM["PRICES"])
+        run_id=position.thesis.run_id, prices=PriceTable.from_mapping(_configured_prices())
     )
     hits = recording.memory_search(
         f"{facts.symbol} {facts.direction} {position.exit_reason}",
         symbol=facts.symbol,
-        as_of=position.closed_on,
+        as_of=closed_on,
         scopes=_reading_scopes(position),
     )
     review = roles.review_trade(
@@ -144,11 +160,11 @@ def position_review(*, position: Position, lessons_to_live: bool = False) -> Tra
     try:
         with transaction.atomic():
             recorder.flush()
-            memory = _memory_entry(position, facts, review, lessons_to_live=lessons_to_live)
+            memory = _memory_entry(position, facts, review, closed_on=closed_on, lessons_to_live=lessons_to_live)
             stored = TradeReview.objects.create(
                 position=position,
                 outcome=facts.outcome,
-                realised_pnl=Decimal(position.realised_pnl),
+                realised_pnl=Decimal(facts.realised_pnl),
                 signal_evolution=facts.signal_evolution,
                 thesis_vs_outcome=facts.thesis_vs_outcome,
                 critique=_critique(position, review.critique),

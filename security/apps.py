@@ -8,7 +8,7 @@ from django.db.backends.signals import connection_created
 from django.db.models.signals import post_save
 
 
-def install_redaction_filter(logger: logging.Logger | None = None, **kwargs) -> None:
+def install_redaction_filter(logger: logging.Logger | None = None, **kwargs: object) -> None:
     """Put RedactSecretsFilter on every handler of ``logger`` (the root logger by default), once.
     Celery replaces the root logger's handlers when a worker starts, which drops the filter that
     LOGGING installed; its after_setup_logger signals call this to put it back."""

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from axes.backends import AxesStandaloneBackend
+
+if TYPE_CHECKING:
+    from django.contrib.auth.base_user import AbstractBaseUser
+    from django.http import HttpRequest
 
 
 class LockoutBackend(AxesStandaloneBackend):
@@ -15,7 +21,13 @@ class LockoutBackend(AxesStandaloneBackend):
     passes its request and is counted.
     """
 
-    def authenticate(self, request, username=None, password=None, **kwargs):
+    def authenticate(
+        self,
+        request: HttpRequest | None,
+        username: str | None = None,
+        password: str | None = None,
+        **kwargs: Any,
+    ) -> AbstractBaseUser | None:
         if request is None:
             return None
         return super().authenticate(request, username=username, password=password, **kwargs)

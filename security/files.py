@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import stat
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from django.db.backends.base.base import BaseDatabaseWrapper
 
 PRIVATE_FILE = 0o600
 
@@ -29,7 +33,7 @@ def sqlite_files(name: object) -> list[Path]:
     return [database, database.with_name(database.name + "-wal"), database.with_name(database.name + "-shm")]
 
 
-def make_sqlite_private(sender, connection, **kwargs) -> None:
+def make_sqlite_private(sender: object, connection: BaseDatabaseWrapper, **kwargs: object) -> None:
     """connection_created: the file exists once SQLite has opened it; close it to everyone else
     before the first query writes anything into it. A stat per new connection; a chmod only once."""
     if connection.vendor != "sqlite":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from typing import Any
 
 from axes.helpers import get_client_username, get_cool_off
 from axes.models import AccessAttempt
@@ -32,7 +33,9 @@ def lockout_message(request: HttpRequest, username: str | None) -> str:
     )
 
 
-def lockout_response(request: HttpRequest, original_response=None, credentials: dict | None = None) -> HttpResponse:
+def lockout_response(
+    request: HttpRequest, original_response: HttpResponse | None = None, credentials: dict[str, Any] | None = None
+) -> HttpResponse:
     """AXES_LOCKOUT_CALLABLE: the log-in page again, with the time to come back instead of the form's error."""
     username = get_client_username(request, credentials)
     context = {"lockout": lockout_message(request, username), "next": request.POST.get("next", "")}

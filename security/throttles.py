@@ -8,12 +8,19 @@ counts against the same limit.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 from django.conf import settings
 from django.core.cache import caches
+from django.core.cache.backends.base import BaseCache
 from django.http import HttpRequest
 from django.utils.connection import ConnectionProxy
 from rest_framework import throttling
 from rest_framework.settings import api_settings
+
+if TYPE_CHECKING:  # at run time rest_framework.views imports this module (DEFAULT_THROTTLE_CLASSES)
+    from rest_framework.request import Request
+    from rest_framework.views import APIView
 
 
 def client_address(request: HttpRequest) -> str | None:
@@ -29,13 +36,17 @@ def client_address(request: HttpRequest) -> str | None:
 
 
 class _DeskRates:
-    cache = ConnectionProxy(caches, "throttle")
-    scope: str
+    # The proxy stands for this thread's caches["throttle"], the way django.core.cache.cache does.
+    cache = cast(BaseCache, ConnectionProxy(caches, "throttle"))
+    scope: str | None
 
     def get_rate(self) -> str | None:
-        return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)
+        if self.scope is None:
+            return None
+        # DRF's rates are strings such as "100/min"; its stubs type the table's values as numbers.
+        return cast(str | None, api_settings.DEFAULT_THROTTLE_RATES.get(self.scope))
 
-    def get_ident(self, request) -> str:
+    def get_ident(self, request: Request) -> str:
         return client_address(request) or ""
 
 
@@ -53,5 +64,5 @@ class TokenRateThrottle(_DeskRates, throttling.SimpleRateThrottle):
 
     scope = "token"
 
-    def get_cache_key(self, request, view) -> str:
+    def get_cache_key(self, request: Request, view: APIView) -> str:
         return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}

@@ -7,6 +7,8 @@ lock-out: a locked-out username at an address gets a 429 that says when to come 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.contrib.auth import get_user_model
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from knox.models import get_token_model
@@ -19,6 +21,11 @@ from rest_framework.response import Response
 from security.lockout import STATUS as LOCKED_OUT
 from security.lockout import lockout_message
 from security.throttles import TokenRateThrottle
+
+if TYPE_CHECKING:
+    from django.contrib.auth.base_user import AbstractBaseUser
+    from django.db.models import Model
+    from rest_framework.request import Request
 
 _TOKEN_RESPONSE = inline_serializer(
     name="ApiToken",
@@ -41,7 +48,7 @@ class TokenObtainView(LoginView):
         },
         auth=[],
     )
-    def post(self, request, format=None):
+    def post(self, request: Request, format: str | None = None) -> Response:
         serializer = AuthTokenSerializer(data=request.data, context={"request": request})
         if not serializer.is_valid():
             if getattr(request, "axes_locked_out", False):
@@ -52,13 +59,15 @@ class TokenObtainView(LoginView):
         return super().post(request, format=format)
 
 
-def revoke_api_tokens(user) -> int:
+def revoke_api_tokens(user: AbstractBaseUser) -> int:
     """Delete every API token of ``user``; the number deleted."""
     deleted, _ = get_token_model().objects.filter(user=user).delete()
     return deleted
 
 
-def revoke_tokens_on_password_change(sender, instance, created: bool = False, **kwargs) -> None:
+def revoke_tokens_on_password_change(
+    sender: type[Model], instance: Model, created: bool = False, **kwargs: object
+) -> None:
     """post_save of the user model. ``set_password`` leaves the new password on ``_password`` until
     the save completes (Django's own password_changed hook reads it); an unusable password (a
     disabled log-in) must not keep its tokens either. A save that only touches last_login is neither."""

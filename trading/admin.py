@@ -1,11 +1,15 @@
 from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
 
 from security.history import HistoryAdmin
 from trading.models import (
     Account,
+    AnalystNoteRecord,
     AuditEvent,
     BookPass,
     DailyBar,
+    DebateRecord,
     FeatureSnapshot,
     FundamentalsSnapshot,
     Instrument,
@@ -111,9 +115,67 @@ _ReadOnly = HistoryAdmin
 
 @admin.register(PipelineRun)
 class PipelineRunAdmin(_ReadOnly):
-    list_display = ["id", "instrument", "as_of", "provider", "status", "is_replay", "created_at"]
+    """A run, with ``used`` (what it used: account, limits in force, mandate, provider, models, as
+    written when it started) and the feature snapshot it was shown."""
+
+    list_display = ["id", "instrument", "as_of", "provider", "status", "is_replay", "feature_snapshot", "created_at"]
     list_filter = ["status", "provider", "is_replay"]
-    list_select_related = ["instrument"]
+    list_select_related = ["instrument", "feature_snapshot"]
+    search_fields = ["instrument__symbol"]
+
+
+class StanceSignFilter(admin.SimpleListFilter):
+    """Bullish, bearish or flat notes: the sign of the stance."""
+
+    title = "stance"
+    parameter_name = "stance_sign"
+
+    SIGNS = {"bullish": {"stance__gt": 0}, "bearish": {"stance__lt": 0}, "flat": {"stance": 0}}
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
+        return [("bullish", "bullish (> 0)"), ("bearish", "bearish (< 0)"), ("flat", "flat (0)")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        sign = self.SIGNS.get(self.value() or "")
+        return queryset if sign is None else queryset.filter(**sign)
+
+
+@admin.register(AnalystNoteRecord)
+class AnalystNoteRecordAdmin(_ReadOnly):
+    """Every analyst note of every run; ``citations`` is code's check of the numbers it cites."""
+
+    list_display = [
+        "run",
+        "symbol",
+        "role",
+        "stance",
+        "confidence",
+        "abstained",
+        "citation_mismatches",
+        "model_used",
+        "created_at",
+    ]
+    list_filter = ["role", StanceSignFilter, "abstained"]
+    list_select_related = ["run__instrument"]
+    search_fields = ["run__instrument__symbol"]
+
+    @admin.display(ordering="run__instrument__symbol")
+    def symbol(self, record: AnalystNoteRecord) -> str:
+        return record.run.instrument.symbol
+
+
+@admin.register(DebateRecord)
+class DebateRecordAdmin(_ReadOnly):
+    """Every debate; ``conviction`` is code's calibration, ``proposed_conviction`` the manager's."""
+
+    list_display = ["run", "symbol", "winner", "conviction", "proposed_conviction", "opposing_share", "created_at"]
+    list_filter = ["winner"]
+    list_select_related = ["run__instrument"]
+    search_fields = ["run__instrument__symbol"]
+
+    @admin.display(ordering="run__instrument__symbol")
+    def symbol(self, record: DebateRecord) -> str:
+        return record.run.instrument.symbol
 
 
 @admin.register(StageRun)

@@ -13,6 +13,7 @@ urlpatterns = [
     path("instruments/<str:symbol>/features/", market.FeatureBundleApi.as_view(), name="api-features"),
     path("runs/", pipeline.RunListApi.as_view(), name="api-runs"),
     path("runs/<int:run_id>/", pipeline.RunDetailApi.as_view(), name="api-run"),
+    path("stages/schemas/", pipeline.StageSchemasApi.as_view(), name="api-stage-schemas"),
     path("theses/", book.ThesisListApi.as_view(), name="api-theses"),
     path("theses/<int:thesis_id>/", book.ThesisDetailApi.as_view(), name="api-thesis"),
     path("theses/<int:thesis_id>/approve/", book.ThesisApproveApi.as_view(), name="api-thesis-approve"),

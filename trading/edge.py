@@ -2,6 +2,8 @@
 reach a query or a service: a bad value is refused with the reason, never turned into a 500 or
 silently ignored. The pages show the reason with a 400 (or as a form error), the API answers 400
 ``{"detail": reason}``; both call the same checks, so the page and the API refuse the same values.
+``InputInvalid`` is an ``InputRefused``: raised under an API view it is answered 400 by
+``trading.api.errors`` without the view catching it.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from vocabulary.dates import DateWindow
+from vocabulary.refusals import InputRefused
 
 # One limit for every free-text input a person types (an approval comment, a reason to reject, a
 # reason to close a position by hand), on the page and in the API alike.
@@ -23,8 +26,9 @@ MAX_FILTER_CHARS = 100
 FLAGS = {"": False, "0": False, "false": False, "1": True, "true": True}
 
 
-class InputInvalid(ValueError):
-    """A value the desk refuses; the message is the reason, written for the person who sent it."""
+class InputInvalid(InputRefused, ValueError):
+    """A value the desk refuses; the message is the reason, written for the person who sent it.
+    Still a ``ValueError`` for the callers that catch one."""
 
 
 def date_window() -> DateWindow:

@@ -19,15 +19,24 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
-from typing import Literal
+from typing import Any, Literal
 
-__all__ = ["CostBreakdown", "CostModel", "Side", "order_costs"]
+__all__ = ["CostBreakdown", "CostModel", "Side", "as_side", "order_costs"]
 
 Side = Literal["BUY", "SELL"]
 
 PAISE = Decimal("0.01")
 HUNDRED = Decimal(100)
 ZERO_RUPEES = Decimal("0.00")
+
+
+def as_side(value: str) -> Side:
+    """A stored order side (a text column) as the word the pure code takes; anything else is refused."""
+    if value == "BUY":
+        return "BUY"
+    if value == "SELL":
+        return "SELL"
+    raise ValueError(f"side must be BUY or SELL, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -59,18 +68,24 @@ class CostModel:
             _check_charge(field.name, value)
 
     @classmethod
-    def from_mapping(cls, values: Mapping[str, object]) -> CostModel:
+    def from_mapping(cls, values: object) -> CostModel:
         """The defaults with any field overridden, e.g. ``{"brokerage_flat": "20"}`` from settings.
 
         Values are Decimal strings (ints and Decimals pass too). Floats are refused because
         binary fractions are not exact money; unknown names are refused so a typo fails loudly.
-        ``brokerage_cap`` may be None or blank for "no cap".
+        ``brokerage_cap`` may be None or blank for "no cap". Takes any object because settings
+        hold whatever JSON was configured; anything but a mapping is refused.
         """
+        if not isinstance(values, Mapping):
+            raise ValueError(
+                f'cost overrides must map field names to amounts, e.g. {{"brokerage_flat": "20"}}; got {values!r}'
+            )
         known = {field.name for field in fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:
             raise ValueError(f"unknown cost fields {unknown}; known fields are {sorted(known)}")
-        overrides = {name: _parse_charge(name, raw) for name, raw in values.items()}
+        # Any: the names were checked just above and each value is checked by __post_init__.
+        overrides: dict[str, Any] = {name: _parse_charge(name, raw) for name, raw in values.items()}
         return cls(**overrides)
 
 

@@ -7,7 +7,10 @@ date. Nothing in this package imports Django.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Literal
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -156,3 +159,9 @@ class FeatureBundle(_Frozen):
         description="True when the full path failed and the bundle was rebuilt from recent closes",
     )
     warnings: list[str] = Field(default_factory=list)
+
+
+def bundle_digest(stored: Mapping[str, Any]) -> str:
+    """SHA-256 of a stored bundle's canonical JSON (keys sorted, no spaces): equal bundles, equal digests."""
+    canonical = json.dumps(stored, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()

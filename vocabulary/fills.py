@@ -13,13 +13,22 @@ from vocabulary.costs import Side
 from vocabulary.ticks import round_to_tick
 from vocabulary.trade import Direction
 
-__all__ = ["FillPolicy", "entry_side", "exit_side", "fill_price", "reference_price"]
+__all__ = ["FillPolicy", "as_fill_policy", "entry_side", "exit_side", "fill_price", "reference_price"]
 
 # next_open: fill at the first price we could really have traded after the decision (no look-ahead).
 # last_price: fill at the last close we saw; quicker, but optimistic for a decision made after the close.
 FillPolicy = Literal["next_open", "last_price"]
 
 BASIS_POINTS = Decimal(10_000)
+
+
+def as_fill_policy(value: str) -> FillPolicy:
+    """A stored or configured fill policy (text) as the word the pure code takes; anything else is refused."""
+    if value == "next_open":
+        return "next_open"
+    if value == "last_price":
+        return "last_price"
+    raise ValueError(f"fill policy must be next_open or last_price, got {value!r}")
 
 
 def fill_price(*, side: Side, reference: Decimal, slippage_bps: Decimal, tick: Decimal) -> Decimal:
@@ -43,8 +52,9 @@ def fill_price(*, side: Side, reference: Decimal, slippage_bps: Decimal, tick: D
     raise ValueError(f"side must be BUY or SELL, got {side!r}")
 
 
-def reference_price(policy: FillPolicy, *, last_close: Decimal, next_open: Decimal | None) -> Decimal | None:
-    """The price a fill is taken from, or None when the next open is not known yet (the order waits)."""
+def reference_price(policy: FillPolicy, *, last_close: Decimal | None, next_open: Decimal | None) -> Decimal | None:
+    """The price a fill is taken from, or None when it is not known yet (the order waits): the next
+    open before the next session, the last close before the instrument has any bar."""
     if policy == "next_open":
         return next_open
     if policy == "last_price":

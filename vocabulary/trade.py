@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-__all__ = ["SIGNAL_STATES", "Direction", "Outcome", "SignalEvolution"]
+__all__ = ["SIGNAL_STATES", "Direction", "Outcome", "SignalEvolution", "as_direction"]
 
 Direction = Literal["LONG", "SHORT"]
 Outcome = Literal["win", "loss", "scratch"]
@@ -12,3 +12,13 @@ Outcome = Literal["win", "loss", "scratch"]
 # Weakened; Strengthened and Unknown are for signals judged before or without a close.
 SignalEvolution = Literal["Strengthened", "Weakened", "Falsified", "Realized", "Unknown"]
 SIGNAL_STATES: tuple[SignalEvolution, ...] = ("Strengthened", "Weakened", "Falsified", "Realized", "Unknown")
+
+
+def as_direction(value: str) -> Direction:
+    """A stored direction (a text column) as the word the pure code takes. The database cannot
+    promise LONG or SHORT, so anything else is refused here rather than deep in a calculation."""
+    if value == "LONG":
+        return "LONG"
+    if value == "SHORT":
+        return "SHORT"
+    raise ValueError(f"direction must be LONG or SHORT, got {value!r}")

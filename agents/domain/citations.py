@@ -27,7 +27,7 @@ from collections.abc import Iterator, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from agents.domain.schemas import AnalystNote
+from agents.roles import AnalystNote
 from vocabulary.features import FeatureBundle
 
 __all__ = [

@@ -1,5 +1,5 @@
-"""The model layer's contract: one protocol every provider implements, and ``structured_call``,
-the only way a role asks a model for an answer.
+"""The model layer's contract: what a call looks like (``ModelRequest``, ``ModelReply``), one protocol
+every provider implements, and ``structured_call``, the only way a role asks a model for an answer.
 
 ``structured_call`` owns the rules that keep bad output from ever becoming a trade:
 - the reply must parse as JSON and validate against the role's pydantic schema;
@@ -16,13 +16,36 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
-from pydantic import BaseModel, ValidationError
-
-from agents.domain.schemas import ModelReply, ModelRequest
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 T = TypeVar("T", bound=BaseModel)
+Tier = Literal["default", "deep"]
+
+
+class ModelRequest(BaseModel):
+    """One call to a model. ``evidence`` is the structured data the prompt was built from: real
+    providers see only the prompt text; the offline model reasons over the evidence directly."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    role: str
+    symbol: str
+    system: str
+    prompt: str
+    output_schema: type[BaseModel]
+    tier: Tier = "default"
+    evidence: dict[str, Any] = Field(default_factory=dict)
+
+
+class ModelReply(BaseModel):
+    text: str = Field(description="the raw reply: a JSON object as text")
+    provider: str
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency_ms: float = 0.0
 
 
 class ModelError(Exception):
@@ -185,7 +208,9 @@ def _complete_with_retries(
     raise AssertionError("unreachable")
 
 
-def _failed(request: ModelRequest, choice: ModelChoice, model: str, started: float, error: str, attempt: int):
+def _failed(
+    request: ModelRequest, choice: ModelChoice, model: str, started: float, error: str, attempt: int
+) -> CallRecord:
     return CallRecord(
         role=request.role,
         symbol=request.symbol,

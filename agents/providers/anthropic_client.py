@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING
 
 import anthropic
 
-from agents.domain.llm import ModelError, TransientModelError
-from agents.domain.schemas import ModelReply, ModelRequest
+from agents.domain.llm import ModelError, ModelReply, ModelRequest, TransientModelError
 from agents.providers import is_transient_status
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from agents.domain.llm import LLMClient, ModelError
 from agents.providers.ollama_client import DEFAULT_BASE_URL as DEFAULT_OLLAMA_URL
 from agents.providers.ollama_client import OllamaClient
-from agents.providers.recorded import ReplayClient, ReplayLookup
+from agents.providers.recorded import RecordedCallsClient, ReplayLookup
 
 PROVIDERS = ("offline", "anthropic", "openai", "ollama", "replay")
 DEFAULT_OLLAMA_PORT = 11434
@@ -137,7 +137,7 @@ def _ollama(settings: ProviderSettings) -> LLMClient:
 def _replay(replay_lookup: ReplayLookup | None) -> LLMClient:
     if replay_lookup is None:
         raise ValueError("provider 'replay' needs replay_lookup to find recorded replies")
-    return ReplayClient(replay_lookup)
+    return RecordedCallsClient(replay_lookup)
 
 
 def _missing_key(provider: str, variable: str) -> str:

@@ -12,8 +12,7 @@ import time
 import urllib.error
 import urllib.request
 
-from agents.domain.llm import ModelError, TransientModelError
-from agents.domain.schemas import ModelReply, ModelRequest
+from agents.domain.llm import ModelError, ModelReply, ModelRequest, TransientModelError
 from agents.providers import is_transient_status
 
 PROVIDER = "ollama"

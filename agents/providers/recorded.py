@@ -12,8 +12,7 @@ import json
 import time
 from collections.abc import Callable
 
-from agents.domain.llm import ReplayMiss
-from agents.domain.schemas import ModelReply, ModelRequest
+from agents.domain.llm import ModelReply, ModelRequest, ReplayMiss
 
 PROVIDER = "replay"
 
@@ -27,7 +26,9 @@ def prompt_key(role: str, system: str, prompt: str) -> str:
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
-class ReplayClient:
+class RecordedCallsClient:
+    """Answers a request with the reply recorded for the same role and prompt (provider key "replay")."""
+
     provider = PROVIDER
 
     def __init__(self, lookup: ReplayLookup) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 
 import grimp
@@ -38,43 +39,25 @@ def package_imports(graph: grimp.ImportGraph, depth: int = 1) -> dict[tuple[str,
     return dict(edges)
 
 
-def cycles(edges: dict[tuple[str, str], set[tuple[str, str]]]) -> list[list[str]]:
-    """The strongly connected groups of more than one package (Tarjan): each is an import cycle."""
-    nodes = sorted({n for edge in edges for n in edge})
-    out: dict[str, list[str]] = defaultdict(list)
+def _reachable(start: str, out: dict[str, set[str]]) -> set[str]:
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for nxt in out.get(todo.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def cycles(edges: Iterable[tuple[str, str]]) -> list[list[str]]:
+    """The groups of packages that reach each other through imports: each group is a cycle."""
+    out: dict[str, set[str]] = defaultdict(set)
     for a, b in edges:
-        out[a].append(b)
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    groups: list[list[str]] = []
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        on_stack.add(node)
-        for nxt in out[node]:
-            if nxt not in index:
-                visit(nxt)
-                low[node] = min(low[node], low[nxt])
-            elif nxt in on_stack:
-                low[node] = min(low[node], index[nxt])
-        if low[node] == index[node]:
-            group = []
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                group.append(member)
-                if member == node:
-                    break
-            if len(group) > 1:
-                groups.append(sorted(group))
-
-    for node in nodes:
-        if node not in index:
-            visit(node)
-    return groups
+        out[a].add(b)
+    reach = {node: _reachable(node, out) for node in sorted({n for edge in out.items() for n in (edge[0], *edge[1])})}
+    groups = {tuple(sorted(n for n in reach if n in reach[node] and node in reach[n])) for node in reach}
+    return sorted(list(group) for group in groups if len(group) > 1)
 
 
 def main(argv: list[str]) -> None:

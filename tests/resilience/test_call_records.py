@@ -10,7 +10,7 @@ import time
 import pytest
 from django.db import connections
 
-from agents.domain import roles
+from agents import roles
 from agents.models import ModelCall
 from trading.models import PipelineRun, StageRun
 from trading.pipeline.orchestrator import pipeline_run_create, pipeline_run_execute

@@ -12,6 +12,7 @@ from django.utils import timezone
 from tests.processes import at_once
 from trading.book.approvals import DecisionRefused, theses_expire, thesis_approve, thesis_reject
 from trading.models import AuditEvent, DailyBar, Order, Thesis
+from trading.pipeline.presenters import run_outputs
 
 
 def test_an_approver_approves_and_an_order_is_placed_and_audited(pending_thesis, approver):
@@ -57,7 +58,7 @@ def test_the_expiry_sweep_expires_only_overdue_theses(pending_thesis):
 
 
 def test_a_stale_thesis_must_be_re_run(pending_thesis, approver):
-    atr = Decimal(str(pending_thesis.run.stages.get(stage="features").output["bundle"]["technical"]["atr_14"]))
+    atr = Decimal(str(run_outputs(pending_thesis.run).features.bundle.technical.atr_14))
     moved = pending_thesis.entry + 2 * atr
     DailyBar.objects.create(
         instrument=pending_thesis.instrument,

@@ -43,7 +43,7 @@ def test_an_approver_approves_once_and_a_second_time_gets_the_reason(approver, p
 def test_a_rejection_without_a_comment_is_refused_with_the_reason(approver, pending_thesis):
     response = _api(approver).post(f"/api/theses/{pending_thesis.pk}/reject/", {}, format="json")
 
-    assert response.status_code == 409 and "comment is required" in response.json()["detail"]
+    assert response.status_code == 400 and "comment is required" in response.json()["detail"]
 
 
 def test_positions_are_listed(viewer, db):

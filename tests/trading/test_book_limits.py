@@ -38,7 +38,8 @@ def test_approving_a_batch_stops_at_max_positions_and_names_the_check(approver):
 
     assert len(orders) == 3 and len(refusals) == 2
     assert all(refusal.checks[0]["name"] == "max_positions" for refusal in refusals)
-    assert "0 open position(s) + 3 working order(s) = 3 ≥ limit 3" in refusals[0].reason
+    assert "1 risk check(s) fail against the live book now (max_positions)" in refusals[0].reason
+    assert "0 open position(s) + 3 working order(s) = 3 ≥ limit 3" in refusals[0].checks[0]["detail"]
     assert Thesis.objects.filter(status=Thesis.Status.PENDING).count() == 2  # a refusal decides nothing
     assert AuditEvent.objects.filter(action="approval_refused").count() == 2
 

@@ -14,6 +14,7 @@ from tests.trading.book_rows import next_session
 from trading.book import broker
 from trading.book.approvals import thesis_approve
 from trading.models import Account, AuditEvent, DailyBar, Order, Position, PositionMark, Thesis
+from trading.pipeline.presenters import run_outputs
 
 
 def _bar(thesis: Thesis, day: dt.date, *, open_, high, low, close) -> DailyBar:
@@ -184,9 +185,9 @@ def test_the_next_run_on_the_instrument_is_shown_the_lesson(long_thesis, approve
     run = pipeline_run_create(instrument=long_thesis.instrument, as_of=day, provider="offline")
     pipeline_run_execute(run.pk)
 
-    context = run.stages.get(stage="context").output
-    assert review.memory_entry_id in context["memory_ids"]
-    assert "outcome=loss" in context["memory_block"]
+    context = run_outputs(run).context
+    assert review.memory_entry_id in context.memory_ids
+    assert "outcome=loss" in context.memory_block
 
 
 def test_an_order_whose_fill_gaps_through_the_stop_is_cancelled_not_opened(long_thesis, approver, settings):

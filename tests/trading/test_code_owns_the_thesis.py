@@ -10,12 +10,12 @@ from decimal import Decimal
 import pytest
 from django.db import connection
 
-from agents.domain.llm import ModelChoice
-from agents.domain.offline import OfflineModel
-from agents.domain.schemas import ModelReply, ModelRequest
+from agents.domain.llm import ModelChoice, ModelReply, ModelRequest
+from agents.roles import OfflineModel
 from trading.book.approvals import thesis_approve
 from trading.models import Instrument, PipelineRun, StageRun, Thesis
 from trading.pipeline.orchestrator import pipeline_run_create, pipeline_run_execute
+from trading.pipeline.outputs import StageOutput, read_stage_output
 
 
 class HostileTrader:
@@ -51,8 +51,8 @@ def _run(instrument: Instrument) -> PipelineRun:
     return pipeline_run_create(instrument=instrument, as_of=as_of, provider="offline")
 
 
-def _stage(run: PipelineRun, name: str) -> dict:
-    return StageRun.objects.get(run=run, stage=name).output
+def _stage(run: PipelineRun, name: str) -> StageOutput:
+    return read_stage_output(name, StageRun.objects.get(run=run, stage=name).output)
 
 
 def test_a_trader_reply_that_disagrees_is_kept_for_audit_and_never_acted_on(
@@ -63,16 +63,16 @@ def test_a_trader_reply_that_disagrees_is_kept_for_audit_and_never_acted_on(
     run = _run(instrument_with_bars)
 
     assert pipeline_run_execute(run.pk).status == PipelineRun.Status.COMPLETED
-    debate = _stage(run, "debate")["result"]
+    debate = _stage(run, "debate").result
     trader = _stage(run, "trader")
     thesis = Thesis.objects.get(run=run)
-    bundle = _stage(run, "features")["bundle"]["technical"]
+    technical = _stage(run, "features").bundle.technical
 
-    assert trader["proposed"]["direction"] != debate["winner"]  # the reply is on the record
-    assert thesis.direction == debate["winner"]
-    assert thesis.conviction == Decimal(str(debate["conviction"])).quantize(Decimal("0.0001"))
-    assert thesis.entry == Decimal(str(bundle["last_close"])).quantize(Decimal("0.05"))
-    assert abs(thesis.entry - thesis.stop) <= Decimal(str(2 * bundle["atr_14"])) + Decimal("0.05")
+    assert trader.proposed.direction != debate.winner  # the reply is on the record
+    assert thesis.direction == debate.winner
+    assert thesis.conviction == Decimal(str(debate.conviction)).quantize(Decimal("0.0001"))
+    assert thesis.entry == Decimal(str(technical.last_close)).quantize(Decimal("0.05"))
+    assert abs(thesis.entry - thesis.stop) <= Decimal(str(2 * technical.atr_14)) + Decimal("0.05")
     assert any("the trader replied" in warning for warning in thesis.warnings)
     assert any("0.99" in warning for warning in thesis.warnings)
 

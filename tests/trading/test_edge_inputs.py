@@ -152,8 +152,8 @@ def test_the_run_form_refuses_a_date_outside_the_window_and_starts_nothing(
 
     response = client.post(reverse("run_start"), {"symbols": ["RELIANCE"], "provider": "offline", "as_of": as_of})
 
-    assert response.status_code == 302
-    assert any(f"as_of {as_of} is" in message for message in _messages(response))
+    assert response.status_code == 400
+    assert any(f"as_of {as_of} is" in problem for problem in response.context["start_form"].errors["as_of"])
     assert not PipelineRun.objects.exists()
 
 
@@ -162,7 +162,8 @@ def test_the_run_form_names_an_unknown_symbol_and_starts_nothing(client, approve
 
     response = client.post(reverse("run_start"), {"symbols": ["RELIANCE", "NOPE"], "provider": "offline"})
 
-    assert "Unknown or inactive instrument(s): NOPE." in _messages(response)
+    assert response.status_code == 400
+    assert response.context["start_form"].errors["symbols"] == ["NOPE is unknown or inactive"]
     assert not PipelineRun.objects.exists()
 
 
@@ -310,7 +311,7 @@ def test_a_refused_list_item_is_named_by_its_position(api_as, approver, instrume
     response = api_as(approver).post("/api/runs/", {"symbols": ["RELIANCE", ""]}, format="json")
 
     assert response.status_code == 400
-    assert response.json()["detail"] == "symbols[1]: This field may not be blank."
+    assert response.json()["detail"] == "symbols[1] is blank"
 
 
 @pytest.mark.parametrize("page", ["abc", "0", "999", "NaN", "-1"])
@@ -345,8 +346,9 @@ def test_the_run_form_and_api_refuse_an_unknown_provider(client, api_as, approve
     page = client.post(reverse("run_start"), {"symbols": ["RELIANCE"], "provider": "skynet"})
     api = api_as(approver).post("/api/runs/", {"symbols": ["RELIANCE"], "provider": "skynet"}, format="json")
 
-    assert "Unknown provider 'skynet'." in _messages(page)
-    assert api.status_code == 400 and api.json()["detail"] == 'provider: "skynet" is not a valid choice.'
+    words = "provider 'skynet' is not one of offline, anthropic, openai, ollama, replay"
+    assert page.status_code == 400 and page.context["start_form"].errors["provider"] == [words]
+    assert api.status_code == 400 and api.json() == {"detail": words, "provider": [words]}
     assert not PipelineRun.objects.exists()
 
 

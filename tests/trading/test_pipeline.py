@@ -5,12 +5,13 @@ from __future__ import annotations
 import pytest
 from django.core.management import call_command
 
-from agents.domain import roles
+from agents import roles
 from agents.domain.llm import StageFailed
 from agents.models import ModelCall
 from trading.book.domain.risk import CHECK_NAMES
 from trading.models import PipelineRun, StageRun, Thesis
 from trading.pipeline.orchestrator import STAGES, pipeline_run_create, pipeline_run_execute
+from trading.pipeline.presenters import run_outputs as _outputs
 
 
 @pytest.fixture
@@ -19,25 +20,21 @@ def run(instrument_with_bars):
     return pipeline_run_create(instrument=instrument_with_bars, as_of=as_of, provider="offline")
 
 
-def _outputs(run):
-    return {s.stage: s.output for s in StageRun.objects.filter(run=run)}
-
-
 def test_an_offline_run_goes_from_features_to_a_sized_thesis(run):
     finished = pipeline_run_execute(run.pk)
 
     assert finished.status == PipelineRun.Status.COMPLETED, finished.failure_reason
     outputs = _outputs(run)
-    assert list(outputs) == list(STAGES)
-    notes = outputs["analysts"]["notes"]
+    assert list(outputs.stored()) == list(STAGES)
+    notes = outputs.analysts.notes
     assert set(notes) == {"news", "sentiment", "technical", "fundamental"}
-    assert notes["fundamental"]["abstained"] and notes["fundamental"]["model_used"] == "deterministic-abstain"
-    assert notes["technical"]["model_used"] == "offline-rules"
+    assert notes["fundamental"].abstained and notes["fundamental"].model_used == "deterministic-abstain"
+    assert notes["technical"].model_used == "offline-rules"
     thesis = Thesis.objects.get(run=run)
-    bundle = outputs["features"]["bundle"]
-    assert float(thesis.entry) == pytest.approx(bundle["technical"]["last_close"], abs=0.05)
+    technical = outputs.features.bundle.technical
+    assert float(thesis.entry) == pytest.approx(technical.last_close, abs=0.05)
     stop_distance = abs(thesis.entry - thesis.stop)
-    assert float(stop_distance) == pytest.approx(2 * bundle["technical"]["atr_14"], abs=0.05)
+    assert float(stop_distance) == pytest.approx(2 * technical.atr_14, abs=0.05)
     assert abs(thesis.target - thesis.entry) == 2 * stop_distance
     assert len(thesis.risk_checks) == len(CHECK_NAMES)
     assert ModelCall.objects.filter(run=run, ok=True).count() >= 6
@@ -46,13 +43,13 @@ def test_an_offline_run_goes_from_features_to_a_sized_thesis(run):
 def test_a_run_interrupted_after_the_analysts_resumes_without_duplicates(run):
     pipeline_run_execute(run.pk, stop_after="analysts")
     analyst_calls = ModelCall.objects.filter(run=run).count()
-    notes_before = _outputs(run)["analysts"]
+    notes_before = _outputs(run).analysts
 
     finished = pipeline_run_execute(run.pk)
 
     assert finished.status == PipelineRun.Status.COMPLETED
     assert StageRun.objects.filter(run=run).count() == len(STAGES)
-    assert _outputs(run)["analysts"] == notes_before
+    assert _outputs(run).analysts == notes_before
     assert ModelCall.objects.filter(run=run, role__in=["news", "technical"]).count() == analyst_calls
     assert Thesis.objects.filter(run=run).count() == 1
 
@@ -81,7 +78,7 @@ def test_two_failed_analysts_degrade_the_run_before_the_debate(run, monkeypatch)
 
     assert finished.status == PipelineRun.Status.DEGRADED
     assert "quorum" in finished.failure_reason
-    assert "debate" not in _outputs(run) and not Thesis.objects.exists()
+    assert _outputs(run).debate is None and not Thesis.objects.exists()
 
 
 def test_a_broken_thesis_geometry_fails_closed_with_the_reason(run, monkeypatch):
@@ -117,8 +114,8 @@ def test_a_replayed_run_reproduces_the_recorded_one(run, instrument_with_bars):
 
     assert finished.status == PipelineRun.Status.COMPLETED, finished.failure_reason
     original, replayed = _outputs(run), _outputs(replay)
-    assert replayed["debate"] == original["debate"]
-    assert replayed["trader"] == original["trader"]
+    assert replayed.debate == original.debate
+    assert replayed.trader == original.trader
 
 
 def test_a_replay_without_a_recording_fails_instead_of_guessing(run, instrument_with_bars):
@@ -129,7 +126,7 @@ def test_a_replay_without_a_recording_fails_instead_of_guessing(run, instrument_
     # The one analyst that calls a model (no news, no fundamentals, no positioning feed: the other
     # three abstain) cannot be answered, and nor can the debate: nothing is guessed.
     assert finished.status == PipelineRun.Status.FAILED
-    failures = _outputs(replay)["analysts"]["failures"]
+    failures = _outputs(replay).analysts.failures
     assert set(failures) == {"technical"}
     assert all("ReplayMiss" in reason for reason in failures.values())
     assert finished.failure_reason.startswith("debate:") and "ReplayMiss" in finished.failure_reason

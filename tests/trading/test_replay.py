@@ -10,6 +10,7 @@ from django.core.management import CommandError, call_command
 from tests.conftest import make_bars
 from trading.book.accounts import default_account
 from trading.models import Account, DailyBar, Instrument, Position, Strategy, StrategyRun, Thesis
+from trading.pipeline.presenters import run_outputs
 from trading.strategies.replay import ApprovalPolicy, replay_strategy
 
 
@@ -148,5 +149,5 @@ def test_a_strategy_mandate_and_its_risk_limits_reach_the_run(strategy, instrume
     thesis = Thesis.objects.filter(run__strategy_run__strategy=strategy).first()
     checks = {c["name"]: c["passed"] for c in thesis.risk_checks}
     assert checks["max_positions"] is False and not thesis.risk_approved
-    context = thesis.run.stages.get(stage="context").output
-    assert context["memory_block"].startswith("Strategy mandate (swing): Trend swings")
+    context = run_outputs(thesis.run).context
+    assert context.memory_block.startswith("Strategy mandate (swing): Trend swings")

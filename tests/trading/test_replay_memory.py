@@ -16,6 +16,7 @@ from trading.book import broker
 from trading.book.accounts import replay_account
 from trading.models import PipelineRun, Strategy, StrategyRun
 from trading.pipeline.orchestrator import pipeline_run_create, pipeline_run_execute
+from trading.pipeline.presenters import run_outputs
 from trading.strategies.replay import replay_clear
 
 
@@ -111,7 +112,7 @@ def test_a_live_run_never_sees_a_replays_memory_and_a_replays_run_sees_its_own(i
             strategy_run = StrategyRun.objects.create(strategy=strategy, as_of=as_of, is_replay=True)
             PipelineRun.objects.filter(pk=run.pk).update(strategy_run=strategy_run, is_replay=True)
         pipeline_run_execute(run.pk)
-        return set(run.stages.get(stage="context").output["memory_ids"])
+        return set(run_outputs(run).context.memory_ids)
 
     live_run = recalled_by_run(replay=False)
     replay_run = recalled_by_run(replay=True)

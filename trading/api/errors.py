@@ -1,7 +1,14 @@
-"""One shape for every API refusal: ``{"detail": "<reason>"}``, and how the schema documents it.
+"""One shape for every API refusal: ``{"detail": "<reason>", **details}``, and how the schema documents it.
+
+Any ``vocabulary.refusals.Refusal`` raised under an API view, from a serializer, a selector or a
+service, is answered here (``exception_handler``, set as REST_FRAMEWORK["EXCEPTION_HANDLER"]) with
+the status of its kind: ``InputRefused`` 400, ``NotAllowed`` 403, ``StateConflict`` 409,
+``ServiceUnavailable`` 503. The views catch nothing; the pages answer the same refusals in
+``trading.refusals``.
 
 A refused request body or query string also names each field it refuses (``{"detail": "as_of ...",
-"as_of": ["as_of ..."]}``): ``detail`` is the sentence to show, the field keys are for forms.
+"as_of": ["as_of ..."]}``): ``detail`` is the sentence to show, the field keys are for forms. A
+refused decision lists the risk checks that failed (``{"detail": ..., "checks": [...]}``).
 """
 
 from __future__ import annotations
@@ -13,9 +20,18 @@ from django.core.exceptions import SuspiciousOperation
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import serializers, status
-from rest_framework.exceptions import APIException
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+from rest_framework.views import set_rollback
 
-from trading.edge import InputInvalid
+from vocabulary.refusals import (
+    InputRefused,
+    NotAllowed,
+    Refusal,
+    ServiceUnavailable,
+    StateConflict,
+    kind_of,
+)
 
 
 class ErrorOutput(serializers.Serializer):
@@ -29,13 +45,30 @@ class RefusalOutput(ErrorOutput):
     )
 
 
-class InputRefused(APIException):
-    status_code = status.HTTP_400_BAD_REQUEST
-    default_code = "invalid"
+STATUS_OF_KIND: dict[type[Refusal], int] = {
+    InputRefused: status.HTTP_400_BAD_REQUEST,
+    NotAllowed: status.HTTP_403_FORBIDDEN,
+    StateConflict: status.HTTP_409_CONFLICT,
+    ServiceUnavailable: status.HTTP_503_SERVICE_UNAVAILABLE,
+}
 
-    def __init__(self, detail: str, fields: Mapping[str, Any] | None = None) -> None:
-        super().__init__()
-        self.detail = {"detail": detail, **(fields or {})}
+
+def refusal_status(refusal: Refusal) -> int:
+    return STATUS_OF_KIND[kind_of(refusal)]
+
+
+def refusal_body(refusal: Refusal) -> dict[str, Any]:
+    """The sentence first; a detail keyed ``detail`` (a field of that name) never overwrites it."""
+    return {"detail": refusal.message, **{key: value for key, value in refusal.details.items() if key != "detail"}}
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """A refusal becomes its kind's status with ``{"detail": message, **details}``; anything else
+    is DRF's (its own 400/401/403/404/429 already answer ``{"detail": ...}``)."""
+    if isinstance(exc, Refusal):
+        set_rollback()  # nothing a refused request wrote is kept, as with DRF's own refusals
+        return Response(refusal_body(exc), status=refusal_status(exc))
+    return drf_exception_handler(exc, context)
 
 
 def _field(parent: str, key: Any) -> str:
@@ -62,16 +95,21 @@ def _sentences(errors: Any, field: str = "") -> list[str]:
     return [text if not field or text.startswith(field) else f"{field}: {text}"]
 
 
+def _plain(errors: Any) -> Any:
+    """DRF's errors (``ReturnDict``s of ``ErrorDetail``s) as plain JSON values."""
+    if isinstance(errors, Mapping):
+        return {str(key): _plain(value) for key, value in errors.items()}
+    if isinstance(errors, list | tuple):
+        return [_plain(value) for value in errors]
+    return str(errors)
+
+
 def validated(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
     """The serializer's validated data, or a 400 ``{"detail": ..., <field>: [...]}``."""
     serializer = serializer_class(data=data)
     if not serializer.is_valid():
-        raise InputRefused("; ".join(_sentences(serializer.errors)), serializer.errors)
+        raise InputRefused("; ".join(_sentences(serializer.errors)), _plain(serializer.errors))
     return serializer.validated_data
-
-
-def bad_input(problem: InputInvalid) -> InputRefused:
-    return InputRefused(str(problem))
 
 
 def body_of(request: Any) -> Any:

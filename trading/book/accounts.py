@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import datetime as dt
 from decimal import Decimal
+from typing import TypeVar
 
 from django.conf import settings
-from django.db.models import DecimalField, F, Sum
+from django.db.models import DecimalField, F, QuerySet, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from trading.book.domain.risk import PortfolioState, RiskDecision, RiskLimits, evaluate_risk
-from trading.models import Account, Order, Position, Thesis
+from trading.models import Account, Order, PipelineRun, Position, Strategy, Thesis
+from vocabulary.trade import as_direction
+
+_Limit = TypeVar("_Limit")
 
 
 def default_account() -> Account:
-    capital = Decimal(settings.ACCOUNT["CAPITAL"])
+    capital = Decimal(str(settings.ACCOUNT["CAPITAL"]))
     cap_pct = Decimal(str(settings.ACCOUNT["DAILY_LOSS_CAP_PCT"]))
     account, _ = Account.objects.get_or_create(
         name=settings.ACCOUNT["NAME"],
@@ -49,24 +53,27 @@ def replay_account(strategy_name: str) -> Account:
     return account
 
 
-def account_for_run(run) -> Account:
-    if run.is_replay and run.strategy_run_id:
+def account_for_run(run: PipelineRun) -> Account:
+    if run.is_replay and run.strategy_run is not None:
         return replay_account(run.strategy_run.strategy.name)
     return default_account()
 
 
-def risk_limits(account: Account, strategy=None) -> RiskLimits:
+def _mandate_or(own: _Limit | None, account_value: _Limit) -> _Limit:
+    """A mandate's blank limit (None) is the account's."""
+    return own if own is not None else account_value
+
+
+def risk_limits(account: Account, strategy: Strategy | None = None) -> RiskLimits:
     """The account's limits, tightened or loosened by the strategy's mandate where it sets one."""
-
-    def pick(name: str):
-        own = getattr(strategy, name, None) if strategy is not None else None
-        return own if own is not None else getattr(account, name)
-
+    own_risk = strategy.risk_per_trade_pct if strategy is not None else None
+    own_notional = strategy.max_notional_pct if strategy is not None else None
+    own_positions = strategy.max_positions if strategy is not None else None
     return RiskLimits(
-        risk_per_trade_pct=pick("risk_per_trade_pct"),
+        risk_per_trade_pct=_mandate_or(own_risk, account.risk_per_trade_pct),
         daily_loss_cap=account.daily_loss_cap,
-        max_notional_pct=pick("max_notional_pct"),
-        max_positions=pick("max_positions"),
+        max_notional_pct=_mandate_or(own_notional, account.max_notional_pct),
+        max_positions=_mandate_or(own_positions, account.max_positions),
         exposure_cap_pct=account.exposure_cap_pct,
         max_instrument_pct=account.max_instrument_pct,
         allow_short=account.allow_short,
@@ -82,7 +89,7 @@ def account_lock(account_id: int) -> Account:
     return Account.objects.select_for_update().get(pk=account_id)
 
 
-def _working(account: Account, exclude_order_id: int | None):
+def _working(account: Account, exclude_order_id: int | None) -> QuerySet[Order]:
     orders = Order.objects.filter(account=account, status=Order.Status.WORKING)
     return orders.exclude(pk=exclude_order_id) if exclude_order_id else orders
 
@@ -171,9 +178,9 @@ def thesis_book_check(
     approval (at the thesis's entry) and at fill (at the fill price, leaving out the order being
     filled). Call it with the account locked; pass ``portfolio`` when it is already read."""
     run = thesis.run
-    strategy = run.strategy_run.strategy if run.strategy_run_id else None
+    strategy = run.strategy_run.strategy if run.strategy_run is not None else None
     return evaluate_risk(
-        direction=thesis.direction,  # type: ignore[arg-type]
+        direction=as_direction(thesis.direction),
         entry=entry,
         stop=thesis.stop,
         target=thesis.target,

@@ -3,7 +3,6 @@ from __future__ import annotations
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics
-from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -12,7 +11,6 @@ from trading import edge
 from trading.api.errors import (
     READ,
     RefusalOutput,
-    bad_input,
     body_of,
     errors,
     object_id,
@@ -21,10 +19,11 @@ from trading.api.errors import (
 )
 from trading.book import selectors
 from trading.book.accounts import default_account
-from trading.book.approvals import APPROVE_PERMISSION, DecisionRefused, thesis_approve, thesis_reject
-from trading.book.broker import BrokerError, position_close_by_hand
+from trading.book.approvals import APPROVE_PERMISSION, thesis_approve, thesis_reject
+from trading.book.broker import position_close_by_hand
 from trading.book.serializers import DecisionInput, PositionCloseInput, PositionOutput, ThesisOutput
 from trading.models import Position, Thesis
+from vocabulary.refusals import NotAllowed
 
 QUEUE_PARAMETERS = [
     query(
@@ -49,10 +48,7 @@ class ThesisListApi(generics.ListAPIView):
     serializer_class = ThesisOutput
 
     def get_queryset(self):
-        try:
-            return selectors.thesis_queue(self.request.query_params)
-        except edge.InputInvalid as problem:
-            raise bad_input(problem) from None
+        return selectors.thesis_queue(self.request.query_params)  # a bad filter: InputInvalid, a 400
 
 
 @extend_schema(parameters=[object_id("thesis_id", "the thesis's id")], responses={200: ThesisOutput, **errors(*READ)})
@@ -77,15 +73,12 @@ class _ThesisDecisionApi(APIView):
     def post(self, request: Request, thesis_id: int) -> Response:
         thesis = get_object_or_404(Thesis.objects.select_related("instrument", "run"), pk=thesis_id)
         comment = validated(DecisionInput, body_of(request))["comment"]
-        try:
-            if self.decision == "approve":
-                thesis_approve(thesis=thesis, user=request.user, comment=comment)
-            else:
-                thesis_reject(thesis=thesis, user=request.user, comment=comment)
-        except DecisionRefused as refusal:
-            if not request.user.has_perm(APPROVE_PERMISSION):
-                raise PermissionDenied(refusal.reason) from None
-            return Response({"detail": refusal.reason, "checks": refusal.checks}, status=409)
+        # A DecisionRefused is answered by trading.api.errors: 403 for a viewer, 400 for a rejection
+        # without a comment, 409 with the failing ``checks`` otherwise.
+        if self.decision == "approve":
+            thesis_approve(thesis=thesis, user=request.user, comment=comment)
+        else:
+            thesis_reject(thesis=thesis, user=request.user, comment=comment)
         thesis.refresh_from_db()
         return Response(ThesisOutput(thesis).data)
 
@@ -116,10 +109,7 @@ class PositionListApi(generics.ListAPIView):
     def get_queryset(self):
         positions = Position.objects.filter(account=default_account()).select_related("instrument")
         if status := self.request.query_params.get("status"):
-            try:
-                status = edge.parse_choice(status, "status", selectors.POSITION_STATUSES)
-            except edge.InputInvalid as problem:
-                raise bad_input(problem) from None
+            status = edge.parse_choice(status, "status", selectors.POSITION_STATUSES)
             positions = positions.filter(status=status)
         return positions.order_by("-opened_on", "-id")
 
@@ -136,10 +126,7 @@ class PositionCloseApi(APIView):
     def post(self, request: Request, position_id: int) -> Response:
         position = get_object_or_404(Position.objects.select_related("instrument", "account"), pk=position_id)
         if not request.user.has_perm(APPROVE_PERMISSION):
-            raise PermissionDenied("only approvers can close a position")
+            raise NotAllowed("only approvers can close a position")
         comment = validated(PositionCloseInput, body_of(request))["comment"]
-        try:
-            closed = position_close_by_hand(position=position, user=request.user, comment=comment)
-        except BrokerError as refusal:
-            return Response({"detail": refusal.reason}, status=409)
+        closed = position_close_by_hand(position=position, user=request.user, comment=comment)  # BrokerError: 409
         return Response(PositionOutput(closed).data)

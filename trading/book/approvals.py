@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import TYPE_CHECKING, cast
 
 from django.conf import settings
 from django.db import transaction
@@ -21,18 +22,36 @@ from trading.audit import audit_record
 from trading.book.accounts import account_lock, instrument_live_idea, thesis_book_check
 from trading.book.domain.risk import RiskDecision
 from trading.models import DailyBar, Order, Thesis
+from vocabulary.features import FeatureBundle
+from vocabulary.refusals import InputRefused, NotAllowed, StateConflict
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AnonymousUser, User
 
 APPROVE_PERMISSION = "trading.approve_thesis"
 
 
-class DecisionRefused(Exception):
+class DecisionRefused(StateConflict):
     """The decision cannot be taken; ``reason`` says why, in words for the approver, and
-    ``checks`` lists the risk checks that failed (name and figures) when the book said no."""
+    ``checks`` lists the risk checks that failed (name and figures) when the book said no. A state
+    conflict (409) unless it is one of the narrower kinds below."""
 
     def __init__(self, reason: str, *, checks: list[dict] | None = None) -> None:
-        super().__init__(reason)
+        super().__init__(reason, {"checks": checks or []})
         self.reason = reason
-        self.checks = checks or []
+        self.checks = self.details["checks"]
+
+
+class DecisionNotAllowed(DecisionRefused, NotAllowed):
+    """The person may not decide at all (403): there are no checks to show."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.details = {}
+
+
+class DecisionInputRefused(DecisionRefused, InputRefused):
+    """The request lacks what a decision needs (a reason to reject): 400, send it again with it."""
 
 
 @dataclass(frozen=True)
@@ -49,7 +68,17 @@ class Staleness:
 
 
 def thesis_expiry(created_at: dt.datetime) -> dt.datetime:
-    return created_at + dt.timedelta(minutes=settings.BROKER["THESIS_TTL_MINUTES"])
+    # An int (config/env.py's env_int); the checker sees settings.BROKER's values only as objects.
+    return created_at + dt.timedelta(minutes=cast(int, settings.BROKER["THESIS_TTL_MINUTES"]))
+
+
+def _built_on_atr(thesis: Thesis) -> Decimal | None:
+    """The ATR(14) of the feature bundle the thesis's run used (its linked FeatureSnapshot)."""
+    snapshot = thesis.run.feature_snapshot
+    if snapshot is None:
+        return None
+    atr = FeatureBundle.model_validate(snapshot.bundle).technical.atr_14
+    return None if atr is None else Decimal(str(atr))
 
 
 def thesis_staleness(thesis: Thesis, *, as_of: dt.date | None = None) -> Staleness | None:
@@ -61,9 +90,7 @@ def thesis_staleness(thesis: Thesis, *, as_of: dt.date | None = None) -> Stalene
     latest = bars.order_by("-date").first()
     if latest is None:
         return None
-    atr_value = thesis.run.stages.filter(stage="features").values_list("output", flat=True).first()
-    atr_float = (atr_value or {}).get("bundle", {}).get("technical", {}).get("atr_14")
-    atr = None if atr_float is None else Decimal(str(atr_float))
+    atr = _built_on_atr(thesis)
     multiple = Decimal(str(settings.BROKER["STALE_ATR_MULTIPLE"]))
     return Staleness(
         latest_close=latest.close,
@@ -74,9 +101,9 @@ def thesis_staleness(thesis: Thesis, *, as_of: dt.date | None = None) -> Stalene
     )
 
 
-def _check_permission(user) -> None:
+def _check_permission(user: User | AnonymousUser) -> None:
     if not user.has_perm(APPROVE_PERMISSION):
-        raise DecisionRefused("only approvers can decide on a thesis")
+        raise DecisionNotAllowed("only approvers can decide on a thesis")
 
 
 def _refuse_if_decided(thesis: Thesis) -> None:
@@ -95,7 +122,7 @@ def _expire_if_due(thesis: Thesis, now: dt.datetime) -> None:
         raise DecisionRefused(f"this thesis expired at {timezone.localtime(thesis.expires_at):%d %b %Y %H:%M}")
 
 
-def _claim(thesis: Thesis, *, status: str, user, comment: str, now: dt.datetime) -> None:
+def _claim(thesis: Thesis, *, status: str, user: User | AnonymousUser, comment: str, now: dt.datetime) -> None:
     claimed = Thesis.objects.filter(pk=thesis.pk, status=Thesis.Status.PENDING).update(
         status=status, decided_by=user, decided_at=now, decision_comment=comment
     )
@@ -116,17 +143,21 @@ def _refuse_across_books(thesis: Thesis, *, replay: bool) -> None:
 
 
 def _refusal_from(decision: RiskDecision) -> DecisionRefused:
+    """The failing checks are named in the sentence; their figures are in ``checks`` (each on its
+    own line on the page, a list in the API's 409 and in the audit record)."""
     failed = [check for check in decision.checks if not check.passed]
-    words = "; ".join(f"{check.name}: {check.detail}" for check in failed)
+    names = ", ".join(check.name for check in failed)
     return DecisionRefused(
-        f"the book has moved since this thesis was sized — {words}", checks=[check.to_dict() for check in failed]
+        f"the book has moved since this thesis was sized: {len(failed)} risk check(s) fail against the live "
+        f"book now ({names})",
+        checks=[check.to_dict() for check in failed],
     )
 
 
 def thesis_approve(
     *,
     thesis: Thesis,
-    user,
+    user: User | AnonymousUser,
     comment: str = "",
     now: dt.datetime | None = None,
     as_of: dt.date | None = None,
@@ -186,11 +217,13 @@ def thesis_approve(
     return order
 
 
-def thesis_reject(*, thesis: Thesis, user, comment: str, now: dt.datetime | None = None) -> None:
+def thesis_reject(
+    *, thesis: Thesis, user: User | AnonymousUser, comment: str, now: dt.datetime | None = None
+) -> None:
     now = now or timezone.now()
     _check_permission(user)
     if not comment.strip():
-        raise DecisionRefused("say why you reject it: a comment is required")
+        raise DecisionInputRefused("say why you reject it: a comment is required")
     if thesis.status == Thesis.Status.REJECTED_BY_RISK:
         raise DecisionRefused("the risk engine already rejected this thesis")
     _refuse_if_decided(thesis)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 from celery import current_app
 from django.conf import settings
@@ -19,15 +20,32 @@ from django.db.models import F, Max
 from trading.audit import audit_record
 from trading.book.accounts import account_lock, account_portfolio, thesis_book_check
 from trading.models import Account, BookPass, DailyBar, Order, Position, PositionMark, Thesis
-from vocabulary.costs import CostModel, order_costs
+from vocabulary.costs import CostModel, as_side, order_costs
 from vocabulary.exits import check_exit, mark, realised_pnl
-from vocabulary.fills import entry_side, exit_side, fill_price, reference_price
+from vocabulary.fills import as_fill_policy, entry_side, exit_side, fill_price, reference_price
+from vocabulary.refusals import InputRefused, NotAllowed, StateConflict
+from vocabulary.trade import as_direction
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AnonymousUser, User
 
 
-class BrokerError(Exception):
+class BrokerError(StateConflict):
+    """The book cannot do it now (already closed, a replay's position, a price behind the last
+    session): a state conflict, 409."""
+
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class CloseNotAllowed(BrokerError, NotAllowed):
+    """Only an approver closes a position by hand (403). The edges check the role first; this is
+    the last guard."""
+
+
+class CloseReasonMissing(BrokerError, InputRefused):
+    """A close by hand needs a reason (400)."""
 
 
 def cost_model() -> CostModel:
@@ -48,10 +66,10 @@ def order_place(*, thesis: Thesis, account: Account, placed_on: dt.date | None =
         thesis=thesis,
         account=account,
         instrument=thesis.instrument,
-        side=entry_side(thesis.direction),
+        side=entry_side(as_direction(thesis.direction)),
         quantity=thesis.quantity,
-        fill_policy=settings.BROKER["FILL_POLICY"],
-        slippage_bps=Decimal(settings.BROKER["SLIPPAGE_BPS"]),
+        fill_policy=str(settings.BROKER["FILL_POLICY"]),
+        slippage_bps=Decimal(str(settings.BROKER["SLIPPAGE_BPS"])),
         placed_on=placed_on,
     )
     if order.fill_policy == "last_price":
@@ -78,15 +96,15 @@ def order_try_fill(*, order: Order, as_of: dt.date | None = None) -> Position | 
         .first()
     )
     reference = reference_price(
-        order.fill_policy,
+        as_fill_policy(order.fill_policy),
         last_close=last_bar.close if last_bar else None,
         next_open=next_bar.open if next_bar else None,
     )
     if reference is None:
         return None
-    filled_on = next_bar.date if order.fill_policy == "next_open" else order.placed_on
+    filled_on = next_bar.date if next_bar is not None and order.fill_policy == "next_open" else order.placed_on
     tick = order.instrument.tick_size
-    price = fill_price(side=order.side, reference=reference, slippage_bps=order.slippage_bps, tick=tick)
+    price = fill_price(side=as_side(order.side), reference=reference, slippage_bps=order.slippage_bps, tick=tick)
     thesis = order.thesis
     if not _inside_levels(thesis.direction, price, stop=thesis.stop, target=thesis.target):
         _cancel(
@@ -95,7 +113,7 @@ def order_try_fill(*, order: Order, as_of: dt.date | None = None) -> Position | 
             f"target {thesis.target}: the thesis was settled before entry",
         )
         return None
-    costs = order_costs(order.side, order.quantity, price, cost_model())
+    costs = order_costs(as_side(order.side), order.quantity, price, cost_model())
     with transaction.atomic():
         account = account_lock(order.account_id)
         refusal = _fill_refusal(order, account, price=price, costs=costs.total, on=filled_on)
@@ -177,14 +195,14 @@ def position_close(
     price: Decimal,
     on: dt.date,
     reason: str,
-    user=None,
+    user: User | AnonymousUser | None = None,
     comment: str = "",
     on_close: Callable[[Position], None] | None = None,
 ) -> Position:
     """Close at ``price`` net of exit costs. A second close of the same position is refused."""
-    costs = order_costs(exit_side(position.direction), position.quantity, price, cost_model())
+    costs = order_costs(exit_side(as_direction(position.direction)), position.quantity, price, cost_model())
     pnl = realised_pnl(
-        direction=position.direction,
+        direction=as_direction(position.direction),
         quantity=position.quantity,
         entry_price=position.entry_price,
         exit_price=price,
@@ -192,7 +210,10 @@ def position_close(
         exit_costs=costs.total,
     )
     gross = mark(
-        direction=position.direction, quantity=position.quantity, entry_price=position.entry_price, mark_price=price
+        direction=as_direction(position.direction),
+        quantity=position.quantity,
+        entry_price=position.entry_price,
+        mark_price=price,
     )
     with transaction.atomic():
         claimed = Position.objects.filter(pk=position.pk, status=Position.Status.OPEN).update(
@@ -234,9 +255,9 @@ def _exit_fill(position: Position, reference: Decimal) -> Decimal:
     """Every exit, automatic or by hand, fills ``reference`` moved against the trader by the
     desk's slippage and onto the tick, exactly as an entry does."""
     return fill_price(
-        side=exit_side(position.direction),
+        side=exit_side(as_direction(position.direction)),
         reference=reference,
-        slippage_bps=Decimal(settings.BROKER["SLIPPAGE_BPS"]),
+        slippage_bps=Decimal(str(settings.BROKER["SLIPPAGE_BPS"])),
         tick=position.instrument.tick_size,
     )
 
@@ -266,12 +287,12 @@ def _refuse_stale_price(position: Position, bar: DailyBar) -> None:
     )
 
 
-def position_close_by_hand(*, position: Position, user, comment: str = "") -> Position:
+def position_close_by_hand(*, position: Position, user: User | AnonymousUser, comment: str = "") -> Position:
     """A person closes a live position at the last close (with slippage), saying why. Refused for
     a viewer, for a replay's position, without a reason, and when the instrument's last price is
     older than its exchange's last session."""
     if not user.has_perm("trading.approve_thesis"):
-        raise BrokerError("only approvers can close a position")
+        raise CloseNotAllowed("only approvers can close a position")
     if position.is_replay:
         raise BrokerError(
             f"position {position.pk} belongs to a history replay ({position.account.name}); a replay's positions "
@@ -279,7 +300,7 @@ def position_close_by_hand(*, position: Position, user, comment: str = "") -> Po
         )
     comment = comment.strip()
     if not comment:
-        raise BrokerError("say why you close it by hand: a reason is required")
+        raise CloseReasonMissing("say why you close it by hand: a reason is required")
     bar = _latest_bar(position.instrument_id)
     if bar is None:
         raise BrokerError("no price to close at")
@@ -317,7 +338,7 @@ def positions_mark(
         signal = None
         if position.opened_on < as_of:
             signal = check_exit(
-                direction=position.direction,
+                direction=as_direction(position.direction),
                 stop=position.stop,
                 target=position.target,
                 bar_open=bar.open,
@@ -333,7 +354,7 @@ def positions_mark(
             closed += 1
             continue
         pnl = mark(
-            direction=position.direction,
+            direction=as_direction(position.direction),
             quantity=position.quantity,
             entry_price=position.entry_price,
             mark_price=bar.close,

@@ -13,12 +13,15 @@ from agents.recording import run_totals
 from trading import edge
 from trading.book import selectors
 from trading.book.accounts import account_portfolio, default_account
-from trading.book.approvals import DecisionRefused, thesis_approve, thesis_reject, thesis_staleness
-from trading.book.broker import BrokerError, position_close_by_hand
-from trading.market import charts, presenters
+from trading.book.approvals import APPROVE_PERMISSION, thesis_approve, thesis_reject, thesis_staleness
+from trading.book.broker import position_close_by_hand
+from trading.market import charts
 from trading.market import selectors as market_selectors
 from trading.models import Account, Position, Strategy, Thesis
+from trading.pipeline import presenters
+from trading.refusals import refused
 from vocabulary.money import currency_symbol
+from vocabulary.refusals import NotAllowed, Refusal
 
 
 def thesis_queue(request: HttpRequest) -> HttpResponse:
@@ -78,14 +81,12 @@ def thesis_detail(request: HttpRequest, thesis_id: int) -> HttpResponse:
 @require_POST
 def thesis_decide(request: HttpRequest, thesis_id: int) -> HttpResponse:
     """Approve or reject. The permission and every rule are enforced by the services, so a forged
-    POST gets the same refusal as a click."""
+    POST gets the same refusal as a click; a refusal is answered by ``trading.refusals``."""
     thesis = get_object_or_404(Thesis.objects.select_related("instrument", "run"), pk=thesis_id)
+    back = redirect("thesis_detail", thesis_id=thesis.pk)
     comment = request.POST.get("comment", "").strip()
     try:
-        try:
-            edge.check_comment(comment)
-        except edge.InputInvalid as problem:
-            raise DecisionRefused(str(problem)) from None  # refused like any decision: nothing stored
+        edge.check_comment(comment)  # refused like any decision: nothing stored
         if request.POST.get("decision") == "approve":
             order = thesis_approve(thesis=thesis, user=request.user, comment=comment)
             messages.success(request, f"Approved: order #{order.pk} to {order.side} {order.quantity} placed.")
@@ -94,14 +95,9 @@ def thesis_decide(request: HttpRequest, thesis_id: int) -> HttpResponse:
             messages.success(request, "Rejected.")
         else:
             messages.error(request, "Choose approve or reject.")
-    except DecisionRefused as refusal:
-        messages.error(request, f"Refused: {refusal.reason}.")
-        return (
-            redirect("thesis_detail", thesis_id=thesis.pk)
-            if request.user.has_perm("trading.approve_thesis")
-            else HttpResponse(f"Refused: {refusal.reason}.", status=403)
-        )
-    return redirect("thesis_detail", thesis_id=thesis.pk)
+    except Refusal as refusal:
+        return refused(request, refusal, back)
+    return back
 
 
 def portfolio(request: HttpRequest) -> HttpResponse:
@@ -154,20 +150,17 @@ def portfolio(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 def position_close(request: HttpRequest, position_id: int) -> HttpResponse:
+    """Close by hand. The role is checked first, as the API does: a viewer's forged POST is a 403
+    whatever else is wrong with it."""
     position = get_object_or_404(Position.objects.select_related("instrument"), pk=position_id)
+    back = redirect("portfolio")
     try:
+        if not request.user.has_perm(APPROVE_PERMISSION):
+            raise NotAllowed("only approvers can close a position")
         comment = request.POST.get("comment", "")
-        try:
-            edge.check_comment(comment.strip(), "reason")
-        except edge.InputInvalid as problem:
-            raise BrokerError(str(problem)) from None  # refused like any close: nothing changes
+        edge.check_comment(comment.strip(), "reason")  # refused like any close: nothing changes
         closed = position_close_by_hand(position=position, user=request.user, comment=comment)
-    except BrokerError as error:
-        if not request.user.has_perm("trading.approve_thesis"):
-            return HttpResponse(f"Refused: {error.reason}.", status=403)
-        messages.error(request, f"Refused: {error.reason}.")
-    else:
-        messages.success(
-            request, f"Closed {closed.instrument.symbol} at {closed.exit_price}: PnL {closed.realised_pnl}."
-        )
-    return redirect("portfolio")
+    except Refusal as refusal:
+        return refused(request, refusal, back)
+    messages.success(request, f"Closed {closed.instrument.symbol} at {closed.exit_price}: PnL {closed.realised_pnl}.")
+    return back

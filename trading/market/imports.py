@@ -245,7 +245,8 @@ def _write_batch(batch: list[tuple[Row, Instrument | None]], report: ImportRepor
     fresh = kind.fresh(batch)
     report.accepted += len(fresh)
     if fresh and not report.problems and not report.dry_run:
-        report.written += len(kind.model.objects.bulk_create([kind.build(row, inst) for row, inst in fresh]))
+        # _default_manager: the checker cannot know that every model class has ``objects``.
+        report.written += len(kind.model._default_manager.bulk_create([kind.build(row, inst) for row, inst in fresh]))
 
 
 def import_bars(path: Path, *, dry_run: bool = False, actor_label: str = "import_bars") -> ImportReport:
@@ -260,7 +261,7 @@ def import_bars(path: Path, *, dry_run: bool = False, actor_label: str = "import
         )
         kept = []
         for bar, instrument in batch:
-            if (instrument.pk, bar.date) in stored:
+            if (instrument.pk if instrument else None, bar.date) in stored:
                 report.add_problem(bar.line, f"duplicate date {bar.date} for {bar.symbol}: already stored")
             else:
                 symbols.add(bar.symbol)
@@ -349,7 +350,7 @@ def import_fundamentals(path: Path, *, dry_run: bool = False, actor_label: str =
         )
         kept = []
         for snapshot, instrument in batch:
-            if (instrument.pk, snapshot.as_of) in stored:
+            if (instrument.pk if instrument else None, snapshot.as_of) in stored:
                 report.add_problem(
                     snapshot.line, f"duplicate as_of {snapshot.as_of} for {snapshot.symbol}: already stored"
                 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import TYPE_CHECKING, TypedDict
 from zoneinfo import ZoneInfo
 
 import pandas as pd
@@ -15,6 +16,9 @@ from django.shortcuts import get_object_or_404
 
 from trading.models import DailyBar, FundamentalsSnapshot, Instrument, MacroIndicator, NewsItem
 from vocabulary.features import FundamentalsInput, MacroReading, NewsInput
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
 
 BAR_COLUMNS = ["open", "high", "low", "close", "volume"]
 
@@ -121,10 +125,19 @@ class InstrumentRow:
             return None
         return float((self.last_close - self.prev_close) / self.prev_close * 100)
 
+class _LatestBars(TypedDict):
+    """What ``instrument_rows`` annotates each instrument with."""
+
+    last_date: dt.date | None
+    last_close: Decimal | None
+    prev_close: Decimal | None
+    bar_count: int
+
+
 def instrument_rows() -> list[InstrumentRow]:
     """The dashboard's table in three queries whatever the size of the universe."""
     latest = DailyBar.objects.filter(instrument=OuterRef("pk")).order_by("-date")
-    instruments: QuerySet[Instrument] = Instrument.objects.annotate(
+    instruments: QuerySet[WithAnnotations[Instrument, _LatestBars]] = Instrument.objects.annotate(
         last_date=Subquery(latest.values("date")[:1]),
         last_close=Subquery(latest.values("close")[:1]),
         prev_close=Subquery(latest.values("close")[1:2]),

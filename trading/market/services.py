@@ -10,15 +10,17 @@ from django.db import transaction
 from trading.market import selectors
 from trading.market.domain.features import BundleSettings, ensure_feature_bundle
 from trading.models import FeatureSnapshot, Instrument
-from vocabulary.features import FeatureBundle
+from vocabulary.features import FeatureBundle, bundle_digest
 
 
 def bundle_settings() -> BundleSettings:
+    # settings.DESK mixes ints and floats, so the checker sees every value as a float; the counts
+    # are ints (config/env.py's env_int), and int() says so without changing them.
     desk = settings.DESK
     return BundleSettings(
-        news_lookback_days=desk["NEWS_LOOKBACK_DAYS"],
+        news_lookback_days=int(desk["NEWS_LOOKBACK_DAYS"]),
         news_half_life_days=desk["NEWS_HALF_LIFE_DAYS"],
-        forecast_horizon_sessions=desk["FORECAST_HORIZON_SESSIONS"],
+        forecast_horizon_sessions=int(desk["FORECAST_HORIZON_SESSIONS"]),
     )
 
 
@@ -30,22 +32,29 @@ def feature_bundle_for(*, instrument: Instrument, as_of: dt.date) -> FeatureBund
     return ensure_feature_bundle(
         symbol=instrument.symbol,
         as_of=as_of,
-        bars=selectors.bars_frame(instrument, as_of=as_of, limit=settings.DESK["FEATURE_LOOKBACK_BARS"]),
+        bars=selectors.bars_frame(instrument, as_of=as_of, limit=int(settings.DESK["FEATURE_LOOKBACK_BARS"])),
         news=selectors.news_inputs(instrument, as_of=as_of, lookback_days=config.news_lookback_days),
         fundamentals=selectors.fundamentals_input(instrument, as_of=as_of),
-        macro=selectors.macro_readings(as_of=as_of, limit=settings.DESK["MACRO_LIMIT"]),
+        macro=selectors.macro_readings(as_of=as_of, limit=int(settings.DESK["MACRO_LIMIT"])),
         tz=selectors.desk_tz(),
         config=config,
     )
 
 
-@transaction.atomic
-def feature_snapshot_store(*, instrument: Instrument, as_of: dt.date) -> FeatureSnapshot:
-    """Compute the bundle and keep it, replacing an earlier computation for the same day."""
-    bundle = feature_bundle_for(instrument=instrument, as_of=as_of)
-    snapshot, _ = FeatureSnapshot.objects.update_or_create(
+def feature_snapshot_keep(*, instrument: Instrument, as_of: dt.date, bundle: FeatureBundle) -> FeatureSnapshot:
+    """The row holding exactly ``bundle`` for the instrument's day: found by its digest, or written."""
+    stored = bundle.model_dump(mode="json")
+    snapshot, _ = FeatureSnapshot.objects.get_or_create(
         instrument=instrument,
         as_of=as_of,
-        defaults={"bundle": bundle.model_dump(mode="json"), "fallback": bundle.fallback},
+        digest=bundle_digest(stored),
+        defaults={"bundle": stored, "fallback": bundle.fallback},
     )
     return snapshot
+
+
+@transaction.atomic
+def feature_snapshot_store(*, instrument: Instrument, as_of: dt.date) -> FeatureSnapshot:
+    """Compute the day's bundle and keep it (an unchanged recomputation reuses its row)."""
+    bundle = feature_bundle_for(instrument=instrument, as_of=as_of)
+    return feature_snapshot_keep(instrument=instrument, as_of=as_of, bundle=bundle)

@@ -12,15 +12,17 @@ from trading.models.market import (
     MacroIndicator,
     NewsItem,
 )
-from trading.models.pipeline import PipelineRun, StageRun
+from trading.models.pipeline import AnalystNoteRecord, DebateRecord, PipelineRun, StageRun
 from trading.models.strategies import Strategy, StrategyRun
 
 __all__ = [
     "PRICE",
     "Account",
+    "AnalystNoteRecord",
     "AuditEvent",
     "BookPass",
     "DailyBar",
+    "DebateRecord",
     "DeskPermission",
     "FeatureSnapshot",
     "FundamentalsSnapshot",

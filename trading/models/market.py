@@ -117,17 +117,24 @@ class FundamentalsSnapshot(models.Model):
 
 
 class FeatureSnapshot(models.Model):
-    """A computed FeatureBundle, stored so a run (and its audit) reads exactly what it was shown."""
+    """A computed FeatureBundle, stored so a run (and its audit) reads exactly what it was shown.
+
+    One row per distinct bundle of an instrument's day, keyed by the digest of its content: a run
+    links the very bundle it used, and a later recomputation of that day (news imported since) is
+    a row of its own, never an edit of one a run points at."""
 
     instrument = models.ForeignKey(Instrument, on_delete=models.CASCADE, related_name="feature_snapshots")
     as_of = models.DateField()
     bundle = models.JSONField()
+    digest = models.CharField(max_length=64, help_text="SHA-256 of the bundle's canonical JSON")
     fallback = models.BooleanField(default=False)
-    computed_at = models.DateTimeField(auto_now=True)
+    computed_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["instrument", "-as_of"]
-        constraints = [models.UniqueConstraint(fields=["instrument", "as_of"], name="feature_snapshot_unique_per_day")]
+        ordering = ["instrument", "-as_of", "-computed_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["instrument", "as_of", "digest"], name="feature_snapshot_once_per_content")
+        ]
 
     def __str__(self) -> str:
         return f"features {self.instrument_id}@{self.as_of}"

@@ -1,11 +1,12 @@
-"""Pipeline runs (one instrument on one as-of date) and the stages each run persisted."""
+"""Pipeline runs (one instrument on one as-of date), the stages each run persisted, and the notes
+and debates those stages produced, as rows that can be queried across runs."""
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
 
-from trading.models.market import Instrument
+from trading.models.market import FeatureSnapshot, Instrument
 
 # The stages of a run, in the order they run; a StageRun row records each.
 STAGES = ("features", "context", "analysts", "debate", "trader", "risk")
@@ -47,6 +48,14 @@ class PipelineRun(models.Model):
     # checked before every write: one run never has two executors.
     lease_owner = models.CharField(max_length=255, blank=True, help_text="host:pid:attempt of the executor")
     lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # The features the run was shown, as the (instrument, as_of) row; null for runs made before
+    # runs wrote it, and until the features stage finishes.
+    feature_snapshot = models.ForeignKey(
+        FeatureSnapshot, on_delete=models.PROTECT, null=True, blank=True, related_name="runs"
+    )
+    # What the run used (trading.pipeline.outputs.RunSnapshot): account, limits in force, mandate,
+    # provider and models. Written once as the run starts executing, never changed after.
+    used = models.JSONField(null=True, blank=True, help_text="written once when the run starts; never changed")
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -88,3 +97,69 @@ class StageRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.run_id}:{self.stage}={self.status}"
+
+
+def _unit_field(help_text: str = "") -> models.DecimalField:
+    """A stance, confidence, conviction or share: 4 decimals, within [-1, 1]."""
+    return models.DecimalField(max_digits=5, decimal_places=4, help_text=help_text)
+
+
+class AnalystNoteRecord(models.Model):
+    """One analyst's note of one run, as a row: every note of every run can be queried (all the
+    bearish technical notes of a symbol). Written with the analysts stage, in its transaction; the
+    citation check is code's, never the model's."""
+
+    class Role(models.TextChoices):
+        NEWS = "news"
+        SENTIMENT = "sentiment"
+        TECHNICAL = "technical"
+        FUNDAMENTAL = "fundamental"
+
+    run = models.ForeignKey(PipelineRun, on_delete=models.CASCADE, related_name="note_records")
+    role = models.CharField(max_length=16, choices=Role.choices)
+    stance = _unit_field("-1 bearish … +1 bullish")
+    confidence = _unit_field()
+    abstained = models.BooleanField(default=False, help_text="no real data for this factor")
+    summary = models.TextField()
+    evidence = models.JSONField(default=list, blank=True, help_text="the values the note cites, as it wrote them")
+    citations = models.JSONField(
+        default=list, blank=True, help_text="each indicator value cited, with the bundle's value and whether it matches"
+    )
+    citation_mismatches = models.PositiveIntegerField(default=0, help_text="cited values the bundle contradicts")
+    citations_verified = models.PositiveIntegerField(default=0, help_text="cited values the bundle confirms")
+    model_used = models.CharField(max_length=100, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "role"]
+        constraints = [models.UniqueConstraint(fields=["run", "role"], name="note_once_per_run_role")]
+        indexes = [models.Index(fields=["role", "stance"], name="note_by_role_stance")]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} {self.role} {self.stance:+}"
+
+
+class DebateRecord(models.Model):
+    """The debate of one run, as a row. ``conviction`` is code's calibration of the manager's
+    ``proposed_conviction``, cut by the share of side-taking analysts that opposed the winner."""
+
+    class Winner(models.TextChoices):
+        LONG = "LONG"
+        SHORT = "SHORT"
+
+    run = models.OneToOneField(PipelineRun, on_delete=models.CASCADE, related_name="debate_record")
+    winner = models.CharField(max_length=5, choices=Winner.choices)
+    proposed_conviction = _unit_field("the manager's own number, kept for audit")
+    conviction = _unit_field("calibrated by code: what the thesis carries")
+    opposing = models.PositiveSmallIntegerField(help_text="side-taking analysts that opposed the winner")
+    side_taking = models.PositiveSmallIntegerField(help_text="analysts that took a side")
+    opposing_share = _unit_field("opposing / side-taking (0 when none took a side)")
+    rationale = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["winner", "conviction"], name="debate_by_winner_conviction")]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} {self.winner} {self.conviction}"

@@ -1,24 +1,23 @@
 from __future__ import annotations
 
-from django.conf import settings
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics
-from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
-from trading import edge
 from trading.api.errors import (
     READ,
-    bad_input,
     body_of,
     errors,
     object_id,
     validated,
 )
-from trading.models import Instrument, PipelineRun
+from trading.models import PipelineRun
+from trading.pipeline.outputs import StageSchemas, stage_schemas
 from trading.pipeline.serializers import RunDetailOutput, RunFilterInput, RunOutput, RunStartInput
 from trading.pipeline.start import RunsNotQueued, pipeline_runs_start
+from vocabulary.refusals import NotAllowed
 
 
 class RunListApi(generics.ListAPIView):
@@ -41,39 +40,34 @@ class RunListApi(generics.ListAPIView):
         request=RunStartInput,
         responses={
             202: RunOutput(many=True),
-            **errors(400, 401, 403, 429, say={400: "a bad body: unknown symbols, a date outside 1990-01-01..today"}),
-            503: OpenApiResponse(description="the runs were saved but the task queue is unreachable: `detail` says "
-                                 "why, `runs` lists them; they start by themselves when the queue is back"),
+            **errors(
+                400,
+                401,
+                403,
+                429,
+                say={
+                    400: "a bad body, nothing started: unknown or inactive symbols, a date outside "
+                    "1990-01-01..today, an unknown or unpriced provider; `detail` says why and each refused "
+                    "field is listed by name, with the run form's words"
+                },
+            ),
+            503: OpenApiResponse(
+                description="the runs were saved but the task queue is unreachable: `detail` says why, `runs` "
+                "lists them and `unsent` their ids; they start by themselves when the queue is back"
+            ),
         },
     )
     def post(self, request: Request) -> Response:
         if not request.user.has_perm("trading.start_run"):
-            raise PermissionDenied("starting runs needs the approver or admin role")
-        params = validated(RunStartInput, body_of(request))
-        symbols = [s.upper() for s in params["symbols"]]
-        instruments = list(Instrument.objects.filter(symbol__in=symbols, is_active=True))
-        unknown = sorted(set(symbols) - {i.symbol for i in instruments})
-        if unknown:
-            problem = f"unknown or inactive: {edge.short(', '.join(unknown))}"
-            raise bad_input(edge.InputInvalid(f"symbols: {problem}"))
+            raise NotAllowed("starting runs needs the approver or admin role")
+        params = validated(RunStartInput, body_of(request))  # start.run_request: the run form's check
         try:
-            runs = pipeline_runs_start(
-                instruments=instruments,
-                # Not left to pipeline_runs_start: its default is the latest bar of any instrument,
-                # which one bar dated 9999-12-31 turned into every run's date.
-                as_of=params.get("as_of") or edge.default_run_as_of(instruments),
-                provider=params.get("provider") or settings.LLM["PROVIDER"],
-                user=request.user,
-            )
+            runs = pipeline_runs_start(**params, user=request.user)
         except RunsNotQueued as refused:
-            # The runs exist and the outbox sends them when the broker is back: listed, so a client
-            # does not start them a second time.
-            detail = (
-                f"{len(refused.runs)} run(s) saved, {len(refused.unsent)} not queued: {refused.reason}; "
-                "they start by themselves when the queue is back"
-            )
-            body = {"detail": detail, "runs": RunOutput(refused.runs, many=True).data, "unsent": refused.unsent}
-            return Response(body, status=503)
+            # A 503 (trading.api.errors) that lists the saved runs in the API's own shape, so a
+            # client does not start them a second time.
+            refused.details["runs"] = RunOutput(refused.runs, many=True).data
+            raise
         return Response(RunOutput(runs, many=True).data, status=202)
 
 
@@ -82,3 +76,19 @@ class RunDetailApi(generics.RetrieveAPIView):
     serializer_class = RunDetailOutput
     queryset = PipelineRun.objects.select_related("instrument")
     lookup_url_kwarg = "run_id"
+
+
+class StageSchemasApi(APIView):
+    """The shape of each stage's stored output, with the version this desk writes: what a client of
+    ``/api/runs/{run_id}/`` reads in ``outputs``."""
+
+    @extend_schema(
+        responses={200: StageSchemas, **errors(401, 429)},
+        description=(
+            "For each stage (features, context, analysts, debate, trader, risk): `version`, the version this desk "
+            "writes, and `schema`, the JSON Schema of that stage's output. A run's outputs carry their `version`; "
+            "rows written before versions were stored read as version 1."
+        ),
+    )
+    def get(self, request: Request) -> Response:
+        return Response(stage_schemas())

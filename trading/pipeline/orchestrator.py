@@ -8,12 +8,13 @@ here from stored data.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db import OperationalError, transaction
@@ -21,15 +22,13 @@ from django.db.models import F, Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from agents import recording
+from agents import recording, roles
 from agents.clients import PROVIDERS, model_choice, require_priced
-from agents.domain import roles
 from agents.domain.citations import check_citations
 from agents.domain.llm import BudgetExceeded, ModelChoice, StageFailed
 from agents.domain.memory import format_memory_block
 from agents.domain.pricing import PriceTable
-from agents.domain.prompts import anchors_from_bundle
-from agents.domain.schemas import AnalystNote, DebateResult, TradeThesis
+from agents.roles import AnalystNote, DebateResult, TradeThesis, anchors_from_bundle
 from security.redaction import redact_data, redact_secrets
 from trading.audit import audit_record
 from trading.book.accounts import account_for_run, account_lock, account_portfolio, instrument_live_idea, risk_limits
@@ -38,10 +37,19 @@ from trading.book.domain.risk import evaluate_risk
 from trading.events import DeskEvent, publish
 from trading.market import services
 from trading.market.domain.features import NoPriceData
-from trading.models import Instrument, PipelineRun, StageRun, Thesis
+from trading.models import (
+    Account,
+    AnalystNoteRecord,
+    DebateRecord,
+    Instrument,
+    PipelineRun,
+    StageRun,
+    Strategy,
+    Thesis,
+)
 from trading.models.pipeline import STAGES
 from trading.pipeline.dispatch import QueueUnavailable, run_send
-from trading.pipeline.domain.conviction import calibrate_conviction
+from trading.pipeline.domain.conviction import haircut_conviction
 from trading.pipeline.domain.levels import ThesisInvalid, anchor_levels, validate_thesis
 from trading.pipeline.leases import (
     LIVE_STATUSES,
@@ -52,6 +60,20 @@ from trading.pipeline.leases import (
     lease_free,
     owner_is_dead_here,
     this_host,
+)
+from trading.pipeline.outputs import (
+    AnalystsOutput,
+    ContextOutput,
+    DebateCalibration,
+    DebateOutput,
+    FeaturesOutput,
+    RiskDecisionOutput,
+    RiskOutput,
+    RunOutputs,
+    RunSnapshot,
+    StageOutput,
+    StageOutputUnreadable,
+    TraderOutput,
 )
 from trading.pipeline.signals import run_finished
 from vocabulary.features import FeatureBundle
@@ -168,33 +190,47 @@ def _finish(run: PipelineRun, status: str, reason: str, lease: RunLease) -> None
     _publish(run, "run.finished", status=status, reason=reason)
 
 
+_Output = TypeVar("_Output", bound=StageOutput)
+
+
+def _finished(output: _Output | None, stage: str) -> _Output:
+    if output is None:
+        # Stages run in order and a later one starts only once the earlier ones are stored.
+        raise LookupError(f"the {stage} stage has no stored output to read: it has not finished")
+    return output
+
+
 @dataclass
 class RunContext:
     run: PipelineRun
     choice: ModelChoice
     recorder: recording.BufferedRecorder
     budget: recording.RunBudget
-    outputs: dict[str, dict]
+    outputs: RunOutputs
     lease: RunLease
 
     @property
     def bundle(self) -> FeatureBundle:
-        return FeatureBundle.model_validate(self.outputs["features"]["bundle"])
+        return _finished(self.outputs.features, "features").bundle
+
+    @property
+    def memory_block(self) -> str:
+        return _finished(self.outputs.context, "context").memory_block
 
     @property
     def notes(self) -> list[AnalystNote]:
-        return [AnalystNote.model_validate(n) for n in self.outputs["analysts"]["notes"].values()]
+        return list(_finished(self.outputs.analysts, "analysts").notes.values())
 
 
 # --- the stages ---------------------------------------------------------------------------------
 
 
-def _stage_features(ctx: RunContext) -> dict:
+def _stage_features(ctx: RunContext) -> FeaturesOutput:
     try:
         bundle = services.feature_bundle_for(instrument=ctx.run.instrument, as_of=ctx.run.as_of)
     except NoPriceData as error:
         raise StageFailed(str(error)) from None
-    return {"bundle": bundle.model_dump(mode="json")}
+    return FeaturesOutput(bundle=bundle)
 
 
 def _memory_query(instrument: Instrument, bundle: FeatureBundle) -> str:
@@ -203,11 +239,12 @@ def _memory_query(instrument: Instrument, bundle: FeatureBundle) -> str:
     return f"{instrument.symbol} {instrument.sector} {trend} breakout support resistance earnings"
 
 
-def _strategy_of(run: PipelineRun):
-    return run.strategy_run.strategy if run.strategy_run_id else None
+def _strategy_of(run: PipelineRun) -> Strategy | None:
+    strategy_run = run.strategy_run  # no query when the run has none
+    return strategy_run.strategy if strategy_run is not None else None
 
 
-def _stage_context(ctx: RunContext) -> dict:
+def _stage_context(ctx: RunContext) -> ContextOutput:
     instrument = ctx.run.instrument
     # A replay's run reads its own replay's lessons beside the live ones; a live run, live ones only.
     # Named here from the run itself, so a replay run resumed by any worker reads the same memory.
@@ -224,60 +261,61 @@ def _stage_context(ctx: RunContext) -> dict:
         # The mandate travels with the memory block, so every agent reads it before the evidence.
         mandate = " ".join(strategy.philosophy.split())
         memory_block = f"Strategy mandate ({strategy.name}): {mandate}\n{memory_block}"
-    return {
-        "memory_block": memory_block,
-        "memory_ids": [hit.record.id for hit in hits],
-        "mandate": strategy.philosophy if strategy else "",
-    }
-
-
-def _stage_analysts(ctx: RunContext) -> dict:
-    results = roles.run_analysts(
-        ctx.choice,
-        ctx.bundle,
-        memory_block=ctx.outputs["context"]["memory_block"],
-        recorder=ctx.recorder,
-        budget=ctx.budget,
+    return ContextOutput(
+        memory_block=memory_block,
+        memory_ids=[hit.record.id for hit in hits],
+        mandate=strategy.philosophy if strategy else "",
     )
-    notes = {role: r.model_dump(mode="json") for role, r in results.items() if isinstance(r, AnalystNote)}
-    failures = {role: r.reason for role, r in results.items() if isinstance(r, StageFailed)}
+
+
+def _stage_analysts(ctx: RunContext) -> AnalystsOutput:
+    results = roles.run_analysts(
+        ctx.choice, ctx.bundle, memory_block=ctx.memory_block, recorder=ctx.recorder, budget=ctx.budget
+    )
+    notes = {role: r for role, r in results.items() if isinstance(r, AnalystNote)}
     # Every indicator value a note cites, checked against the bundle; kept for the run page and
     # for any later critique. A mismatch is shown, never silently corrected.
-    checks = {role: check_citations(r, ctx.bundle) for role, r in results.items() if isinstance(r, AnalystNote)}
-    return {
-        "notes": notes,
-        "failures": failures,
-        "quorum": roles.quorum_met(results),
-        "citations": {role: check.model_dump(mode="json") for role, check in checks.items()},
-        "citation_mismatches": sum(check.mismatches for check in checks.values()),
-    }
+    checks = {role: check_citations(note, ctx.bundle) for role, note in notes.items()}
+    return AnalystsOutput(
+        notes=notes,
+        failures={role: r.reason for role, r in results.items() if isinstance(r, StageFailed)},
+        quorum=roles.quorum_met(results),
+        citations=checks,
+        citation_mismatches=sum(check.mismatches for check in checks.values()),
+    )
 
 
-def _stage_debate(ctx: RunContext) -> dict:
+def _stage_debate(ctx: RunContext) -> DebateOutput:
     notes, bundle = ctx.notes, ctx.bundle
-    memory_block = ctx.outputs["context"]["memory_block"]
-    common = {"recorder": ctx.recorder, "budget": ctx.budget, "memory_block": memory_block}
-    bull, bear = roles.build_cases(ctx.choice, notes, bundle, **common)
-    bull_final, bear_final = roles.rebut_cases(ctx.choice, bull, bear, **common)
-    verdict = roles.judge(ctx.choice, notes, bull_final, bear_final, anchors=anchors_from_bundle(bundle), **common)
-    calibrated = calibrate_conviction(verdict.conviction, verdict.winner, notes)
+    recorder, budget, memory_block = ctx.recorder, ctx.budget, ctx.memory_block
+    bull, bear = roles.build_cases(
+        ctx.choice, notes, bundle, recorder=recorder, budget=budget, memory_block=memory_block
+    )
+    bull_final, bear_final = roles.rebut_cases(
+        ctx.choice, bull, bear, recorder=recorder, budget=budget, memory_block=memory_block
+    )
+    verdict = roles.judge(
+        ctx.choice,
+        notes,
+        bull_final,
+        bear_final,
+        anchors=anchors_from_bundle(bundle),
+        recorder=recorder,
+        budget=budget,
+        memory_block=memory_block,
+    )
+    calibrated = haircut_conviction(verdict.conviction, verdict.winner, notes)
     result = verdict.model_copy(
         update={"conviction": calibrated.conviction, "proposed_conviction": calibrated.proposed}
     )
-    return {
-        "bull_initial": bull.model_dump(mode="json"),
-        "bear_initial": bear.model_dump(mode="json"),
-        "bull": bull_final.model_dump(mode="json"),
-        "bear": bear_final.model_dump(mode="json"),
-        "result": result.model_dump(mode="json"),
-        "calibration": {
-            "proposed": calibrated.proposed,
-            "conviction": calibrated.conviction,
-            "opposing": calibrated.opposing,
-            "side_taking": calibrated.side_taking,
-            "haircut": calibrated.haircut,
-        },
-    }
+    return DebateOutput(
+        bull_initial=bull,
+        bear_initial=bear,
+        bull=bull_final,
+        bear=bear_final,
+        result=result,
+        calibration=DebateCalibration(**dataclasses.asdict(calibrated)),
+    )
 
 
 def _decimal(value: float | None) -> Decimal | None:
@@ -300,13 +338,13 @@ def _overruled(proposed: TradeThesis, debate: DebateResult) -> list[str]:
     return warnings
 
 
-def _stage_trader(ctx: RunContext) -> dict:
+def _stage_trader(ctx: RunContext) -> TraderOutput:
     """The trader writes the rationale and risks. Direction and conviction are the debate's
     (calibrated by code); entry, stop and target come from the last close and ATR. Without an
     ATR there are no prices to anchor to, and the stage fails closed rather than trade the
     model's numbers."""
     bundle, instrument = ctx.bundle, ctx.run.instrument
-    debate = DebateResult.model_validate(ctx.outputs["debate"]["result"])
+    debate = _finished(ctx.outputs.debate, "debate").result
     atr = _decimal(bundle.technical.atr_14)
     if atr is None or atr <= 0:
         raise StageFailed(
@@ -321,7 +359,7 @@ def _stage_trader(ctx: RunContext) -> dict:
         other_symbols=list(Instrument.objects.exclude(pk=instrument.pk).values_list("symbol", flat=True)),
         recorder=ctx.recorder,
         budget=ctx.budget,
-        memory_block=ctx.outputs["context"]["memory_block"],
+        memory_block=ctx.memory_block,
     )
     owned = proposed.model_copy(
         update={"direction": debate.winner, "conviction": debate.conviction, "levels_source": "model"}
@@ -333,24 +371,21 @@ def _stage_trader(ctx: RunContext) -> dict:
         validate_thesis(anchored, atr=atr, tick=instrument.tick_size)
     except ThesisInvalid as error:
         raise StageFailed(f"thesis validator: {error}") from None
-    return {
-        "proposed": proposed.model_dump(mode="json"),
-        "thesis": anchored.model_dump(mode="json"),
-        "warnings": _overruled(proposed, debate),
-    }
+    return TraderOutput(proposed=proposed, thesis=anchored, warnings=_overruled(proposed, debate))
 
 
-def _held(run: PipelineRun, account) -> str:
+def _held(run: PipelineRun, account: Account) -> str:
     busy = instrument_live_idea(account, run.instrument_id, exclude_run_id=run.pk)
     return f"HOLD: {run.instrument.symbol} {busy}; one live idea per instrument" if busy else ""
 
 
-def _stage_risk(ctx: RunContext) -> dict:
+def _stage_risk(ctx: RunContext) -> RiskOutput:
     """Size and check against the live book, then store the thesis, all under the account's
     lock: twelve runs on one instrument at the same moment leave one thesis, and the others say
     why they hold."""
     run, instrument = ctx.run, ctx.run.instrument
-    thesis = TradeThesis.model_validate(ctx.outputs["trader"]["thesis"])
+    trader = _finished(ctx.outputs.trader, "trader")
+    thesis = trader.thesis
     with transaction.atomic():
         account = account_lock(account_for_run(run).pk)
         if instrument.currency != account.currency:
@@ -363,7 +398,7 @@ def _stage_risk(ctx: RunContext) -> dict:
         ctx.lease.hold()  # an attempt that was taken over must not leave a second thesis
         held = _held(run, account)
         if held:
-            return {"held": held}
+            return RiskOutput(held=held)
         decision = evaluate_risk(
             direction=thesis.direction,
             entry=Decimal(str(thesis.entry)),
@@ -373,10 +408,8 @@ def _stage_risk(ctx: RunContext) -> dict:
             limits=risk_limits(account, _strategy_of(run)),
             portfolio=account_portfolio(account, today=run.as_of, instrument_id=instrument.pk),
         )
-        summary = decision.to_dict()
-        warnings = list(ctx.outputs["trader"].get("warnings", []))
-        if decision.sizing:
-            warnings.append(decision.sizing)
+        summary = RiskDecisionOutput.model_validate(decision.to_dict())
+        warnings = [*trader.warnings, decision.sizing] if decision.sizing else list(trader.warnings)
         Thesis.objects.get_or_create(
             run=run,
             defaults={
@@ -392,23 +425,91 @@ def _stage_risk(ctx: RunContext) -> dict:
                 "risk_amount": decision.risk_amount.quantize(Decimal("0.01")),
                 "notional": decision.notional.quantize(Decimal("0.01")),
                 "risk_approved": decision.approved,
-                "risk_checks": summary["checks"],
+                "risk_checks": [check.model_dump(mode="json") for check in summary.checks],
                 "payload": thesis.model_dump(mode="json"),
                 "warnings": warnings,
                 "status": Thesis.Status.PENDING if decision.approved else Thesis.Status.REJECTED_BY_RISK,
                 "expires_at": thesis_expiry(timezone.now()),
             },
         )
-    return {"decision": summary}
+    return RiskOutput(decision=summary)
 
 
-STAGE_FUNCTIONS: dict[str, Callable[[RunContext], dict]] = {
+STAGE_FUNCTIONS: dict[str, Callable[[RunContext], StageOutput]] = {
     "features": _stage_features,
     "context": _stage_context,
     "analysts": _stage_analysts,
     "debate": _stage_debate,
     "trader": _stage_trader,
     "risk": _stage_risk,
+}
+
+
+# --- the rows a stage leaves besides its output -------------------------------------------------
+# Written in the transaction that marks the stage done, so a stage is either done with its rows or
+# not done at all, and a resumed or re-delivered run (which reads a done stage back) never writes
+# them again. Keyed on the run (and role) besides: writing them twice could only overwrite, never add.
+
+UNIT_PLACES = Decimal("0.0001")
+
+
+def _unit(value: float) -> Decimal:
+    """A stance, confidence, conviction or share as stored: 4 decimals."""
+    return Decimal(str(value)).quantize(UNIT_PLACES)
+
+
+def _features_rows(ctx: RunContext, output: FeaturesOutput) -> None:
+    """Link the run to the FeatureSnapshot holding exactly the bundle it used (reused when the day's
+    bundle is unchanged; a new row when it changed, so an earlier run's link never moves)."""
+    snapshot = services.feature_snapshot_keep(instrument=ctx.run.instrument, as_of=ctx.run.as_of, bundle=output.bundle)
+    PipelineRun.objects.filter(pk=ctx.run.pk).update(feature_snapshot=snapshot)
+    ctx.run.feature_snapshot = snapshot
+
+
+def _analysts_rows(ctx: RunContext, output: AnalystsOutput) -> None:
+    """One row per note (a failed analyst has none), with code's check of the numbers it cites."""
+    for role, note in output.notes.items():
+        check = output.citations.get(role)
+        citations = [] if check is None else [citation.model_dump(mode="json") for citation in check.citations]
+        AnalystNoteRecord.objects.update_or_create(
+            run=ctx.run,
+            role=role,
+            defaults={
+                "stance": _unit(note.stance),
+                "confidence": _unit(note.confidence),
+                "abstained": note.abstained,
+                "summary": note.summary,
+                "evidence": list(note.evidence),
+                "citations": citations,
+                "citation_mismatches": 0 if check is None else check.mismatches,
+                "citations_verified": sum(1 for citation in citations if citation["ok"]),
+                "model_used": note.model_used,
+            },
+        )
+
+
+def _debate_rows(ctx: RunContext, output: DebateOutput) -> None:
+    """The debate as code calibrated it: the conviction stored is the calibrated one, the
+    manager's own number beside it for audit."""
+    calibration = output.calibration
+    DebateRecord.objects.update_or_create(
+        run=ctx.run,
+        defaults={
+            "winner": output.result.winner,
+            "proposed_conviction": _unit(calibration.proposed),
+            "conviction": _unit(calibration.conviction),
+            "opposing": calibration.opposing,
+            "side_taking": calibration.side_taking,
+            "opposing_share": _unit(calibration.opposing_share),
+            "rationale": output.result.manager_rationale,
+        },
+    )
+
+
+STAGE_ROWS: dict[str, Callable[[RunContext, Any], None]] = {
+    "features": _features_rows,
+    "analysts": _analysts_rows,
+    "debate": _debate_rows,
 }
 
 
@@ -429,18 +530,24 @@ def _start_stage(run: PipelineRun, stage: str, lease: RunLease) -> StageRun:
     return record
 
 
-def _complete_stage(ctx: RunContext, record: StageRun, output: dict) -> None:
-    output = redact_data(output)  # an analyst's failure reason may echo a provider's credentials
+def _complete_stage(ctx: RunContext, record: StageRun, output: StageOutput) -> StageOutput:
+    # An analyst's failure reason may echo a provider's credentials: what is kept (the stage, its
+    # rows and what later stages read) is the redacted output.
+    stored = redact_data(output.stored())
+    output = type(output).model_validate(stored)
     # The calls first, in their own transaction: they were made (and paid for) whether or not this
     # attempt still holds the run.
     ctx.recorder.flush()
     with transaction.atomic():
         ctx.lease.hold()
         StageRun.objects.filter(pk=record.pk).update(
-            status=StageRun.Status.DONE, output=output, finished_at=timezone.now(), error=""
+            status=StageRun.Status.DONE, output=stored, finished_at=timezone.now(), error=""
         )
-    ctx.outputs[record.stage] = output
+        if rows := STAGE_ROWS.get(record.stage):
+            rows(ctx, output)
+    ctx.outputs.record(output)
     _publish(ctx.run, "stage.finished", stage=record.stage, status="done")
+    return output
 
 
 def _fail_stage(ctx: RunContext, record: StageRun, reason: str) -> None:
@@ -492,59 +599,115 @@ def pipeline_run_execute(run_id: int, *, stop_after: str | None = None) -> Pipel
         lease.release()
 
 
-def _execute(
-    run: PipelineRun, lease: RunLease, recorder: WakingRecorder, progress: _Progress, *, stop_after: str | None
-) -> PipelineRun:
-    done = {s.stage: s.output for s in StageRun.objects.filter(run=run, status=StageRun.Status.DONE)}
-    if "risk" not in done and (held := _held(run, account_for_run(run))):
-        # Checked first so a busy instrument costs no model call; checked again under the lock.
-        _finish(run, PipelineRun.Status.HELD, held, lease)
-        return run
+def _finished_outputs(run: PipelineRun, lease: RunLease) -> RunOutputs | None:
+    """The stages an earlier attempt finished, read back (never run again); None when one of them
+    does not read as its stage's shape (a newer desk's row): the run has then failed with why, as
+    no later attempt would read it better."""
+    stored = StageRun.objects.filter(run=run, status=StageRun.Status.DONE).values_list("stage", "output")
     try:
-        choice = model_choice(run.provider, symbol=run.instrument.symbol)
+        return RunOutputs.from_stored(dict(stored))
+    except StageOutputUnreadable as error:
+        _finish(run, PipelineRun.Status.FAILED, f"cannot resume: {error}", lease)
+        return None
+
+
+def _choose_model(run: PipelineRun, lease: RunLease) -> ModelChoice | None:
+    """The run's models, or None when there are none to be had: the run has then failed with why."""
+    try:
+        return model_choice(run.provider, symbol=run.instrument.symbol)
     except OperationalError:
         raise
     except Exception as error:
         # No key, an unknown provider: no later attempt would do better, so the run fails now with
         # the reason instead of staying "running" to be queued again and again.
         _finish(run, PipelineRun.Status.FAILED, f"could not start: {error}", lease)
-        return run
-    ctx = RunContext(
-        run=run,
-        choice=choice,
-        recorder=recorder,
-        budget=recording.RunBudget(run_id=run.pk, recorder=recorder, provider=run.provider),
-        outputs=dict(done),
-        lease=lease,
+        return None
+
+
+def _run_snapshot(run: PipelineRun, choice: ModelChoice) -> RunSnapshot:
+    """What the run uses, as it stands now: its account, the limits in force (the account's,
+    tightened or loosened by the strategy), the strategy's mandate, the provider and models."""
+    account, strategy = account_for_run(run), _strategy_of(run)
+    limits = dataclasses.asdict(risk_limits(account, strategy))
+    return RunSnapshot(
+        account=account.name,
+        account_id=account.pk,
+        currency=account.currency,
+        strategy=strategy.name if strategy else "",
+        mandate=strategy.philosophy if strategy else "",
+        risk_limits={
+            name: value if value is None or isinstance(value, bool) else str(value) for name, value in limits.items()
+        },
+        provider=run.provider,
+        models={"default": choice.default_model, "deep": choice.deep_model},
     )
-    for stage in STAGES:
-        if stage in done:
-            continue
+
+
+def _snapshot_once(run: PipelineRun, lease: RunLease, choice: ModelChoice) -> None:
+    """Keep what the run uses, on its first attempt only: a resumed run keeps the snapshot of the
+    attempt that started it, whatever changed since. Only while this attempt holds the run."""
+    snapshot = _run_snapshot(run, choice).model_dump(mode="json")
+    written = PipelineRun.objects.filter(pk=run.pk, used__isnull=True, lease_owner=lease.owner).update(used=snapshot)
+    if written:
+        run.used = snapshot
+
+
+# What ends a run early after a stage finished: (status, reason), or None to go on.
+_Ending = tuple[str, str] | None
+
+
+def _ending_after(output: StageOutput) -> _Ending:
+    if isinstance(output, RiskOutput) and output.held:
+        return PipelineRun.Status.HELD, output.held
+    if isinstance(output, AnalystsOutput) and not output.quorum:
+        return PipelineRun.Status.DEGRADED, "quorum not met: fewer than 3 of 4 analyst notes"
+    return None
+
+
+def _run_stage(ctx: RunContext, stage: str) -> StageOutput | None:
+    """One stage, stored; None when it failed (the run is then finished as failed, with why)."""
+    ctx.budget.refresh()
+    record = _start_stage(ctx.run, stage, ctx.lease)
+    try:
+        output = STAGE_FUNCTIONS[stage](ctx)
+    except (StageFailed, BudgetExceeded) as error:
+        reason = getattr(error, "reason", None) or f"{type(error).__name__}: {error}"
+    except (OperationalError, LeaseLost):
+        raise  # the database blinked (the task retries; the run resumes here), or the run is not ours
+    except Exception as error:
+        # A bug or a time limit must not leave the run "running" to be retried forever.
+        logger.exception("run %s failed in stage %s", ctx.run.pk, stage)
+        reason = f"internal error: {type(error).__name__}: {error}"
+    else:
+        return _complete_stage(ctx, record, output)
+    _fail_stage(ctx, record, reason)
+    _finish(ctx.run, PipelineRun.Status.FAILED, f"{stage}: {reason}", ctx.lease)
+    return None
+
+
+def _execute(
+    run: PipelineRun, lease: RunLease, recorder: WakingRecorder, progress: _Progress, *, stop_after: str | None
+) -> PipelineRun:
+    done = _finished_outputs(run, lease)
+    if done is None:
+        return run
+    if not done.has("risk") and (held := _held(run, account_for_run(run))):
+        # Checked first so a busy instrument costs no model call; checked again under the lock.
+        _finish(run, PipelineRun.Status.HELD, held, lease)
+        return run
+    choice = _choose_model(run, lease)
+    if choice is None:
+        return run
+    _snapshot_once(run, lease, choice)
+    budget = recording.RunBudget(run_id=run.pk, recorder=recorder, provider=run.provider)
+    ctx = RunContext(run=run, choice=choice, recorder=recorder, budget=budget, outputs=done, lease=lease)
+    for stage in [stage for stage in STAGES if not done.has(stage)]:
         progress.stage = stage
-        ctx.budget.refresh()
-        record = _start_stage(run, stage, lease)
-        try:
-            output = STAGE_FUNCTIONS[stage](ctx)
-        except (StageFailed, BudgetExceeded) as error:
-            reason = getattr(error, "reason", None) or f"{type(error).__name__}: {error}"
-            _fail_stage(ctx, record, reason)
-            _finish(run, PipelineRun.Status.FAILED, f"{stage}: {reason}", lease)
+        output = _run_stage(ctx, stage)
+        if output is None:
             return run
-        except (OperationalError, LeaseLost):
-            raise  # the database blinked (the task retries; the run resumes here), or the run is not ours
-        except Exception as error:
-            # A bug or a time limit must not leave the run "running" to be retried forever.
-            logger.exception("run %s failed in stage %s", run.pk, stage)
-            reason = f"internal error: {type(error).__name__}: {error}"
-            _fail_stage(ctx, record, reason)
-            _finish(run, PipelineRun.Status.FAILED, f"{stage}: {reason}", lease)
-            return run
-        _complete_stage(ctx, record, output)
-        if stage == "risk" and output.get("held"):
-            _finish(run, PipelineRun.Status.HELD, output["held"], lease)
-            return run
-        if stage == "analysts" and not output["quorum"]:
-            _finish(run, PipelineRun.Status.DEGRADED, "quorum not met: fewer than 3 of 4 analyst notes", lease)
+        if ending := _ending_after(output):
+            _finish(run, *ending, lease)
             return run
         if stage == stop_after:
             return run

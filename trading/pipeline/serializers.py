@@ -1,9 +1,16 @@
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+from django.http import QueryDict
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from agents.providers.factory import PROVIDERS
-from trading.api.fields import desk_date
+from trading.pipeline.outputs import STAGE_OUTPUTS
+from trading.pipeline.presenters import run_outputs
+from trading.pipeline.start import MAX_SYMBOL_CHARS, MAX_SYMBOLS, run_request
 
 
 class StageOutput(serializers.Serializer):
@@ -35,9 +42,34 @@ class RunFilterInput(serializers.Serializer):
     )
 
 
+# Each stage's full shape is published once, by GET /api/stages/schemas/; here each is named with
+# its version (a pydantic schema inlined here would repeat them and name the LONG/SHORT choice twice).
+OUTPUTS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        stage: {
+            "type": "object",
+            "description": f"the {stage} stage's output; its shape is /api/stages/schemas/ under {stage!r}",
+            "properties": {"version": {"type": "integer", "description": "the shape's version"}},
+            "required": ["version"],
+            "additionalProperties": True,
+        }
+        for stage in STAGE_OUTPUTS
+    },
+    "additionalProperties": False,
+}
+
+
 class RunDetailOutput(RunOutput):
     stages = StageOutput(many=True, source="stages.all")
+    outputs = serializers.SerializerMethodField(
+        help_text="each finished stage's output, typed and in the current version (see /api/stages/schemas/)"
+    )
     totals = serializers.SerializerMethodField()
+
+    @extend_schema_field(OUTPUTS_SCHEMA)
+    def get_outputs(self, run) -> dict:
+        return run_outputs(run).stored()
 
     def get_totals(self, run) -> dict[str, str]:
         from agents.recording import run_totals
@@ -46,12 +78,27 @@ class RunDetailOutput(RunOutput):
 
 
 class RunStartInput(serializers.Serializer):
-    symbols = serializers.ListField(child=serializers.CharField(max_length=64), min_length=1, max_length=500)
+    """The fields document the body; the check is ``start.run_request``'s, the run form's too, so
+    the API refuses exactly what the page refuses, with the same words (``RunRequestInvalid``: a
+    400 naming each refused field). Its validated data is the checked ``RunRequest``'s fields."""
+
+    symbols = serializers.ListField(
+        child=serializers.CharField(max_length=MAX_SYMBOL_CHARS),
+        min_length=1,
+        max_length=MAX_SYMBOLS,
+        help_text="active instruments of the desk; an unknown or inactive one refuses the whole request",
+    )
     as_of = serializers.DateField(
         required=False,
         help_text="from 1990-01-01 to today; when omitted, the latest bar of these instruments up to today",
     )
-    provider = serializers.ChoiceField(choices=PROVIDERS, required=False)
+    provider = serializers.ChoiceField(
+        choices=PROVIDERS, required=False, help_text="the desk's LLM_PROVIDER when omitted; a paid one needs a price"
+    )
 
-    def validate_as_of(self, value):
-        return desk_date(value, "as_of")
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        if not isinstance(data, Mapping):
+            return super().to_internal_value(data)  # DRF's own 400: the body is not an object
+        symbols = data.getlist("symbols") if isinstance(data, QueryDict) else data.get("symbols")
+        checked = run_request(symbols=symbols, as_of=data.get("as_of"), provider=data.get("provider"))
+        return {"instruments": checked.instruments, "as_of": checked.as_of, "provider": checked.provider}

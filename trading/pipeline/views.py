@@ -11,21 +11,27 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from agents.clients import PROVIDERS
-from agents.domain.citations import mismatch_warnings
 from agents.recording import run_totals
 from trading import edge
-from trading.market import presenters
 from trading.models import Instrument, PipelineRun
-from trading.pipeline import selectors
-from trading.pipeline.start import RunRequestInvalid, RunsNotQueued, pipeline_runs_start
+from trading.pipeline import presenters, selectors
+from trading.pipeline.forms import RunStartForm
+from trading.pipeline.start import pipeline_runs_start
+from trading.refusals import refused
+from vocabulary.refusals import Refusal
 
 
-def _start_form_context(request: HttpRequest) -> dict:
+def _start_form_context(request: HttpRequest, form: RunStartForm | None = None) -> dict:
+    """The run form, blank or as the person sent it (a refused form keeps every value typed and
+    ticked, with each field's problem next to it)."""
+    form = form or RunStartForm()
     return {
         "instruments": Instrument.objects.filter(is_active=True).order_by("symbol"),
         "providers": PROVIDERS,
-        "default_provider": settings.LLM["PROVIDER"],
+        "default_provider": (form["provider"].value() if form.is_bound else "") or settings.LLM["PROVIDER"],
         "can_start": request.user.has_perm("trading.start_run"),
+        "start_form": form,
+        "chosen_symbols": form.chosen_symbols(),
     }
 
 
@@ -61,57 +67,30 @@ def run_list(request: HttpRequest) -> HttpResponse:
 @require_POST
 @permission_required("trading.start_run", raise_exception=True)
 def run_start(request: HttpRequest) -> HttpResponse:
-    symbols = request.POST.getlist("symbols")
-    provider = request.POST.get("provider", settings.LLM["PROVIDER"])
-    instruments = list(Instrument.objects.filter(symbol__in=symbols, is_active=True))
-    problems = []
-    if not instruments:
-        problems.append("Choose at least one instrument.")
-    if unknown := sorted(set(symbols) - {i.symbol for i in instruments}):
-        problems.append(f"Unknown or inactive instrument(s): {edge.short(', '.join(unknown))}.")
-    if provider not in PROVIDERS:
-        problems.append(f"Unknown provider {edge.short(provider)!r}.")
+    """Start runs from the form. A refused form comes back (400) with each problem next to its field,
+    in the API's words, and nothing created; the runs saved while the queue is down are said so."""
+    form = RunStartForm(request.POST)
+    if not form.is_valid():
+        context = {"runs": selectors.run_rows(with_replays=False), "with_replays": False}
+        return render(request, "trading/runs.html", {**context, **_start_form_context(request, form)}, status=400)
+    checked = form.checked
     try:
-        as_of = edge.parse_date(request.POST.get("as_of"), "as_of") or edge.default_run_as_of(instruments)
-    except edge.InputInvalid as problem:
-        problems.append(f"{problem}.")
-        as_of = None
-    if problems:
-        for problem in problems:
-            messages.error(request, problem)
-        return redirect("run_list")
-    try:
-        runs = pipeline_runs_start(instruments=instruments, as_of=as_of, provider=provider, user=request.user)
-    except RunRequestInvalid as problem:
-        messages.error(request, f"{problem}.")
-        return redirect("run_list")
-    except RunsNotQueued as refused:
-        messages.error(
-            request,
-            f"Saved {len(refused.runs)} run(s), but {len(refused.unsent)} could not be queued: {refused.reason}. "
-            "They will start by themselves when the queue is back; do not start them again.",
+        runs = pipeline_runs_start(
+            instruments=checked.instruments, as_of=checked.as_of, provider=checked.provider, user=request.user
         )
-        return redirect("run_list")
-    messages.success(request, f"Queued {len(runs)} run(s) as of {runs[0].as_of:%d %b %Y} with the {provider} model.")
+    except Refusal as refusal:  # RunsNotQueued: the runs are saved and start when the queue is back
+        return refused(request, refusal, redirect("run_list"))
+    messages.success(
+        request, f"Queued {len(runs)} run(s) as of {runs[0].as_of:%d %b %Y} with the {checked.provider} model."
+    )
     if len(runs) == 1:
         return redirect("run_detail", run_id=runs[0].pk)
     return redirect("run_list")
 
 
-def _evidence_flags(outputs: dict) -> dict:
-    """What code flagged in a run's evidence: note citations the bundle contradicts, and headlines
-    kept out of every score because they carry instructions for a model."""
-    citations = outputs.get("analysts", {}).get("citations", {})
-    news = outputs.get("features", {}).get("bundle", {}).get("news", {})
-    return {"citation_warnings": mismatch_warnings(citations), "flagged_headlines": news.get("flagged_headlines", [])}
-
-
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
+    """The run page: its stages from the typed outputs, with what code flagged in its evidence."""
     run = get_object_or_404(PipelineRun.objects.select_related("instrument"), pk=run_id)
-    context = {
-        "run": run,
-        **presenters.run_context(run, run_totals(run)),
-        **_evidence_flags(presenters.run_outputs(run)),
-    }
+    context = {"run": run, **presenters.run_context(run, run_totals(run))}
     template = "trading/_run_body.html" if request.GET.get("fragment") else "trading/run.html"
     return render(request, template, context)

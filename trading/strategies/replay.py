@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import partial
+from typing import TYPE_CHECKING
 
 from django.contrib.auth import get_user_model
 
@@ -28,6 +29,9 @@ from trading.book.signals import replay_account_clearing, replay_position_closed
 from trading.models import DailyBar, Order, PipelineRun, Position, Strategy, StrategyRun, Thesis
 from trading.pipeline.orchestrator import pipeline_run_create, pipeline_run_execute
 from trading.strategies.runs import strategy_run_decide
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 REPLAY_USER = "replay-policy"
 logger = logging.getLogger(__name__)
@@ -59,7 +63,7 @@ class ApprovalPolicy:
         return self.min_conviction is None or thesis.conviction >= self.min_conviction
 
 
-def _policy_user():
+def _policy_user() -> User:
     """The approver of record for replays. It holds the approver role (permissions are checked
     exactly as for a person) but has no usable password, so nobody can log in as it."""
     user, created = get_user_model().objects.get_or_create(username=REPLAY_USER)

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import logging
+from typing import TYPE_CHECKING
 
 from django.db import transaction
 from django.db.models import F
@@ -19,6 +21,9 @@ from trading.audit import audit_record
 from trading.models import DailyBar, PipelineRun, Strategy, StrategyRun, Thesis
 from trading.models.strategies import schedule_of
 from trading.pipeline.orchestrator import pipeline_run_create
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AnonymousUser, User
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +56,7 @@ def _latest_session(strategy: Strategy) -> dt.date | None:
 
 
 def strategy_run_start(
-    *, strategy: Strategy, as_of: dt.date | None = None, provider: str = "", user=None
+    *, strategy: Strategy, as_of: dt.date | None = None, provider: str = "", user: User | AnonymousUser | None = None
 ) -> StrategyRun:
     """Live: create the run (once per day) and queue a pipeline run per instrument after commit."""
     from django.conf import settings
@@ -68,11 +73,11 @@ def strategy_run_start(
             run = pipeline_run_create(
                 instrument=instrument,
                 as_of=as_of,
-                provider=provider or strategy.provider or settings.LLM["PROVIDER"],
+                provider=provider or strategy.provider or str(settings.LLM["PROVIDER"]),
                 user=user,
             )
             PipelineRun.objects.filter(pk=run.pk).update(strategy_run=strategy_run)
-            transaction.on_commit(lambda run_id=run.pk: _queue_run(run_id))
+            transaction.on_commit(functools.partial(_queue_run, run.pk))
         audit_record(
             actor=user,
             action="strategy_run_started",

@@ -1,4 +1,4 @@
-"""Pages for stages 8-11: the approval queue, a thesis, the portfolio."""
+"""Pages for strategies: the list with their runs, and starting a strategy's run by hand."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from trading.models import Strategy, StrategyRun
+from trading.refusals import refused
 from trading.strategies.runs import strategy_run_start
+from vocabulary.refusals import Refusal, StateConflict
 
 
 def strategy_list(request: HttpRequest) -> HttpResponse:
@@ -31,10 +33,14 @@ def strategy_list(request: HttpRequest) -> HttpResponse:
 @permission_required("trading.start_run", raise_exception=True)
 def strategy_start(request: HttpRequest, strategy_id: int) -> HttpResponse:
     strategy = get_object_or_404(Strategy, pk=strategy_id)
+    back = redirect("strategy_list")
     try:
         strategy_run = strategy_run_start(strategy=strategy, user=request.user)
+    except Refusal as refusal:
+        return refused(request, refusal, back)
     except ValueError as error:
-        messages.error(request, str(error))
-    else:
-        messages.success(request, f"{strategy.name}: run of {strategy_run.as_of:%d %b %Y} started.")
-    return redirect("strategy_list")
+        # strategy_run_start still says no with a ValueError (no bars for the universe, a provider
+        # without a price): the desk's state, not the request, so a state conflict.
+        return refused(request, StateConflict(str(error)), back)
+    messages.success(request, f"{strategy.name}: run of {strategy_run.as_of:%d %b %Y} started.")
+    return back

@@ -7,11 +7,9 @@ from typing import Any
 import pytest
 
 from agents.domain.citations import check_citations, extract_citations, mismatch_warnings
-from agents.domain.offline import OfflineModel
-from agents.domain.roles import run_analysts
-from agents.domain.schemas import AnalystNote, ModelRequest
-from tests.agents.domain.test_offline import BULLISH, SYMBOL, make_bundle
-from tests.agents.domain.test_roles import FakeClient, choose
+from agents.domain.llm import ModelRequest
+from agents.roles import AnalystNote, OfflineModel, run_analysts
+from tests.agents.roles.builders import BULLISH, SYMBOL, FakeClient, choose, make_bundle
 from tests.demo_bundles import demo_bundle, demo_symbols
 
 

@@ -17,7 +17,7 @@ from agents.domain.hygiene import (
     neutralise,
     ticker_guard,
 )
-from agents.domain.schemas import AnalystNote, TradeThesis
+from agents.roles import AnalystNote, TradeThesis
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -227,7 +227,7 @@ def test_a_clean_output_passes_the_fence_guard() -> None:
 def test_the_pure_core_imports_no_sdk_and_no_framework() -> None:
     code = (
         "import sys\n"
-        "import agents.domain.hygiene, agents.domain.pricing, agents.domain.llm, agents.domain.schemas\n"
+        "import agents.domain.hygiene, agents.domain.pricing, agents.domain.llm, agents.roles\n"
         "banned = {'django', 'celery', 'channels', 'anthropic', 'openai', 'httpx', 'httpx2', 'config'}\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in banned))\n"
     )

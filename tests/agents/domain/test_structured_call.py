@@ -18,21 +18,15 @@ from agents.domain.hygiene import fence_guard, ticker_guard
 from agents.domain.llm import (
     BudgetExceeded,
     ModelChoice,
+    ModelReply,
+    ModelRequest,
     NullRecorder,
     RetryPolicy,
     StageFailed,
     TransientModelError,
     structured_call,
 )
-from agents.domain.schemas import (
-    AnalystNote,
-    BearCase,
-    BullCase,
-    DebateResult,
-    ModelReply,
-    ModelRequest,
-    TradeThesis,
-)
+from agents.roles import AnalystNote, BearCase, BullCase, DebateResult, TradeThesis
 
 SYMBOL = "RELIANCE"
 UNIVERSE = ("RELIANCE", "TCS", "INFY", "HDFCBANK")

@@ -13,14 +13,15 @@ from agents.domain.hygiene import ticker_guard
 from agents.domain.llm import (
     ModelChoice,
     ModelError,
+    ModelRequest,
     NullRecorder,
     RetryPolicy,
     StageFailed,
     TransientModelError,
     structured_call,
 )
-from agents.domain.schemas import AnalystNote, ModelRequest
 from agents.providers.anthropic_client import AnthropicClient
+from agents.roles import AnalystNote
 
 MODEL = "claude-sonnet-4-6"
 VALID_NOTE: dict[str, Any] = {

@@ -8,13 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from agents.domain.llm import ModelError
-from agents.domain.schemas import ModelReply, ModelRequest
+from agents.domain.llm import ModelError, ModelReply, ModelRequest
 from agents.providers.anthropic_client import AnthropicClient
 from agents.providers.factory import PROVIDERS, ProviderSettings, build_llm_client, ollama_url
 from agents.providers.ollama_client import OllamaClient
 from agents.providers.openai_client import OpenAIClient
-from agents.providers.recorded import ReplayClient
+from agents.providers.recorded import RecordedCallsClient
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -119,7 +118,8 @@ def test_each_provider_builds_its_client() -> None:
     assert isinstance(build_llm_client("anthropic", settings=settings), AnthropicClient)
     assert isinstance(build_llm_client("openai", settings=settings), OpenAIClient)
     assert isinstance(build_llm_client("ollama", settings=settings), OllamaClient)
-    assert isinstance(build_llm_client(" Replay ", settings=settings, replay_lookup=lambda key: None), ReplayClient)
+    recorded = build_llm_client(" Replay ", settings=settings, replay_lookup=lambda key: None)
+    assert isinstance(recorded, RecordedCallsClient)
 
 
 def test_a_missing_anthropic_key_names_the_variable() -> None:

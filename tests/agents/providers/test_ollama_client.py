@@ -16,14 +16,15 @@ from agents.domain.hygiene import ticker_guard
 from agents.domain.llm import (
     ModelChoice,
     ModelError,
+    ModelRequest,
     NullRecorder,
     RetryPolicy,
     StageFailed,
     TransientModelError,
     structured_call,
 )
-from agents.domain.schemas import AnalystNote, ModelRequest
 from agents.providers.ollama_client import OllamaClient
+from agents.roles import AnalystNote
 
 MODEL = "llama3.1:8b"
 BASE_URL = "http://ollama.test:11434"

@@ -14,14 +14,15 @@ from agents.domain.hygiene import ticker_guard
 from agents.domain.llm import (
     ModelChoice,
     ModelError,
+    ModelRequest,
     NullRecorder,
     RetryPolicy,
     StageFailed,
     TransientModelError,
     structured_call,
 )
-from agents.domain.schemas import AnalystNote, ModelRequest
 from agents.providers.openai_client import OpenAIClient
+from agents.roles import AnalystNote
 
 MODEL = "gpt-5-mini"
 VALID_NOTE: dict[str, Any] = {

@@ -4,7 +4,7 @@ from decimal import Decimal
 
 import pytest
 
-from agents.domain.schemas import TradeThesis
+from agents.roles import TradeThesis
 from trading.pipeline.domain.levels import ThesisInvalid, anchor_levels, validate_thesis
 from vocabulary.ticks import RoundingMode, round_to_tick
 from vocabulary.trade import Direction

@@ -157,7 +157,7 @@ def _indian_grouping(digits: str) -> str:
     if len(digits) <= 3:
         return digits
     head, last_three = digits[:-3], digits[-3:]
-    pairs = []
+    pairs: list[str] = []
     while len(head) > 2:
         pairs.insert(0, head[-2:])
         head = head[:-2]
@@ -413,7 +413,7 @@ def evaluate_risk(
     size = sizing.quantity
     risk_amount = size * stop_distance
     notional = size * entry
-    checks = (
+    checks: tuple[RiskCheck, ...] = (
         _check_degenerate(direction, entry, stop, target, sound, currency),
         _check_short(direction, limits.allow_short),
         _check_size(

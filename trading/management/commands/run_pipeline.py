@@ -7,8 +7,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from agents.clients import PROVIDERS
 from agents.recording import run_totals
 from trading.market import selectors
-from trading.market.presenters import run_summary_lines
 from trading.pipeline.orchestrator import pipeline_run_create, pipeline_run_execute
+from trading.pipeline.presenters import run_summary_lines
 
 
 class Command(BaseCommand):

@@ -19,6 +19,7 @@ import datetime as dt
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 from zoneinfo import ZoneInfo
 
 import numpy as np
@@ -478,7 +479,7 @@ def _side_events(rng: np.random.Generator, sessions: Sequence[dt.date], free_ses
     plan += ["other"] * (1 + int(rng.random() < 0.3))
     if len(free_sessions) < len(plan):
         plan = plan[: len(free_sessions)]
-    chosen = rng.choice(free_sessions, size=len(plan), replace=False) if plan else []
+    chosen: np.ndarray | list[int] = rng.choice(free_sessions, size=len(plan), replace=False) if plan else []
     events = []
     for kind, session in zip(plan, chosen, strict=True):
         if kind == "rating":
@@ -705,7 +706,10 @@ def _fiscal_year(day: dt.date) -> str:
     return f"FY{(day.year + 1 if day.month >= 4 else day.year) % 100:02d}"
 
 
-def _pick(rng: np.random.Generator, options: Sequence[str]) -> str:
+_Option = TypeVar("_Option")
+
+
+def _pick(rng: np.random.Generator, options: Sequence[_Option]) -> _Option:
     return options[int(rng.integers(len(options)))]
 
 

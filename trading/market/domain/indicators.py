@@ -143,7 +143,8 @@ class UniverseBars:
                 else:
                     values[row, :start] = values[row, start]
                     values[row, stop + 1 :] = values[row, stop]
-        return UniverseBars(*arrays, first=self.first, last=self.last)
+        opens, highs, lows, closes, volumes = arrays
+        return UniverseBars(opens, highs, lows, closes, volumes, first=self.first, last=self.last)
 
 
 def universe_indicators(
@@ -183,7 +184,8 @@ def prepare_universe(
     any_close = has_close.any(axis=1)
     first = np.where(any_close, has_close.argmax(axis=1), n_bars)
     last = np.where(any_close, n_bars - 1 - has_close[:, ::-1].argmax(axis=1), -1)
-    bars = UniverseBars(*arrays, first=first, last=last)
+    opens, highs, lows, closes, volumes = arrays
+    bars = UniverseBars(opens, highs, lows, closes, volumes, first=first, last=last)
     for name, values in zip(("open", "high", "low", "close", "volume"), arrays, strict=True):
         _check_history(bars, name, values)
     return bars

@@ -65,6 +65,14 @@ def technical_features(bars: pd.DataFrame) -> TechnicalFeatures:
 
 
 def _validated_columns(bars: pd.DataFrame) -> dict[str, np.ndarray]:
+    _check_frame(bars)
+    _check_index(bars.index)
+    columns = {name: _numeric_column(bars, name) for name in BAR_COLUMNS}
+    _check_values(columns, bars.index)
+    return columns
+
+
+def _check_frame(bars: pd.DataFrame) -> None:
     if not isinstance(bars, pd.DataFrame):
         raise ValueError(f"bars must be a pandas DataFrame, got {type(bars).__name__}")
     if len(bars) == 0:
@@ -72,31 +80,34 @@ def _validated_columns(bars: pd.DataFrame) -> dict[str, np.ndarray]:
     missing = [name for name in BAR_COLUMNS if name not in bars.columns]
     if missing:
         raise ValueError(f"bars is missing columns: {', '.join(missing)}")
-    _as_date(bars.index[-1])
-    if not bars.index.is_unique:
-        duplicates = bars.index[bars.index.duplicated()].unique()
+
+
+def _check_index(index: pd.Index) -> None:
+    _as_date(index[-1])
+    if not index.is_unique:
+        duplicates = index[index.duplicated()].unique()
         raise ValueError(f"bars has duplicate dates in its index: {list(duplicates[:5])}")
     try:
-        ascending = bars.index.is_monotonic_increasing
+        ascending = index.is_monotonic_increasing
     except TypeError as error:  # labels of types that do not compare, e.g. dates and strings
         raise ValueError(f"bars index must hold comparable dates: {error}") from error
     if not ascending:
         raise ValueError("bars index must be sorted by date, oldest first")
-    columns = {name: _numeric_column(bars, name) for name in BAR_COLUMNS}
+
+
+def _check_values(columns: dict[str, np.ndarray], index: pd.Index) -> None:
     for name, values in columns.items():
         bad = ~np.isfinite(values)
         if bad.any():
-            raise ValueError(f"{name} has a missing or non-finite value on {bars.index[bad.argmax()]}")
+            raise ValueError(f"{name} has a missing or non-finite value on {index[int(bad.argmax())]}")
     for name in PRICE_COLUMNS:
         bad = columns[name] <= 0
         if bad.any():
-            where = bad.argmax()
-            value, date = columns[name][where], bars.index[where]
-            raise ValueError(f"{name} prices must be positive, got {value} on {date}")
+            where = int(bad.argmax())
+            raise ValueError(f"{name} prices must be positive, got {columns[name][where]} on {index[where]}")
     negative = columns["volume"] < 0
     if negative.any():
-        raise ValueError(f"volume must not be negative, got one on {bars.index[negative.argmax()]}")
-    return columns
+        raise ValueError(f"volume must not be negative, got one on {index[int(negative.argmax())]}")
 
 
 def _numeric_column(bars: pd.DataFrame, name: str) -> np.ndarray:

@@ -9,16 +9,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agents.domain.schemas import AnalystNote
+from agents.roles import AnalystNote
 from vocabulary.trade import Direction
 
-__all__ = ["CalibratedConviction", "calibrate_conviction"]
+__all__ = ["ConvictionHaircut", "haircut_conviction"]
 
 CONVICTION_DECIMALS = 4
 
 
 @dataclass(frozen=True)
-class CalibratedConviction:
+class ConvictionHaircut:
     """The conviction to show, and the counts that produced it (kept for the audit trail)."""
 
     conviction: float
@@ -42,14 +42,14 @@ def _opposes(note: AnalystNote, winner: Direction) -> bool:
     return note.stance < 0 if winner == "LONG" else note.stance > 0
 
 
-def calibrate_conviction(
+def haircut_conviction(
     proposed: float,
     winner: Direction,
     notes: Sequence[AnalystNote],
     *,
     max_haircut: float = 0.6,
     neutral_band: float = 0.05,
-) -> CalibratedConviction:
+) -> ConvictionHaircut:
     """Scale ``proposed`` by ``1 - max_haircut * opposing / side_taking``.
 
     Only analysts that took a side count in the denominator, so one dissenter among otherwise
@@ -64,13 +64,13 @@ def calibrate_conviction(
     side_taking = [note for note in notes if _takes_a_side(note, neutral_band)]
     opposing = sum(1 for note in side_taking if _opposes(note, winner))
     if opposing == 0:
-        return CalibratedConviction(
+        return ConvictionHaircut(
             conviction=_clamp_unit(proposed), proposed=proposed, opposing=0, side_taking=len(side_taking), haircut=0.0
         )
 
     haircut = max_haircut * opposing / len(side_taking)
     conviction = round(_clamp_unit(proposed * (1.0 - haircut)), CONVICTION_DECIMALS)
-    return CalibratedConviction(
+    return ConvictionHaircut(
         conviction=conviction,
         proposed=proposed,
         opposing=opposing,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from agents.domain.schemas import TradeThesis
+from agents.roles import TradeThesis
 from vocabulary.ticks import RoundingMode, profit_side, round_to_tick
 from vocabulary.trade import Direction
 

@@ -7,9 +7,17 @@ import json
 
 import pytest
 
-from agents.domain.llm import ModelChoice, NullRecorder, ReplayMiss, StageFailed, structured_call
-from agents.domain.schemas import AnalystNote, ModelReply, ModelRequest
-from agents.providers.recorded import ReplayClient, prompt_key
+from agents.domain.llm import (
+    ModelChoice,
+    ModelReply,
+    ModelRequest,
+    NullRecorder,
+    ReplayMiss,
+    StageFailed,
+    structured_call,
+)
+from agents.providers.recorded import RecordedCallsClient, prompt_key
+from agents.roles import AnalystNote
 
 NOTE = {"role": "news", "symbol": "RELIANCE", "stance": 0.4, "confidence": 0.7, "summary": "Margins widened."}
 
@@ -51,7 +59,7 @@ def test_a_hit_returns_the_recorded_text_at_no_cost() -> None:
         asked.append(key)
         return replies.get(key)
 
-    reply = ReplayClient(lookup).complete(request(), model="whatever")
+    reply = RecordedCallsClient(lookup).complete(request(), model="whatever")
 
     assert asked == [prompt_key("news", "You are the news analyst.", "Headlines: ...")]
     assert reply.text == json.dumps(NOTE)
@@ -61,7 +69,7 @@ def test_a_hit_returns_the_recorded_text_at_no_cost() -> None:
 
 def test_a_hit_validates_through_structured_call() -> None:
     replies = {prompt_key("news", "You are the news analyst.", "Headlines: ..."): recorded()}
-    client = ReplayClient(replies.get)
+    client = RecordedCallsClient(replies.get)
     recorder = NullRecorder()
 
     note = structured_call(ModelChoice(client, "m", "m"), request(), AnalystNote, recorder=recorder)
@@ -71,7 +79,7 @@ def test_a_hit_validates_through_structured_call() -> None:
 
 
 def test_a_miss_names_the_role_and_never_guesses() -> None:
-    client = ReplayClient(lambda key: None)
+    client = RecordedCallsClient(lambda key: None)
 
     with pytest.raises(ReplayMiss, match="role 'news' on 'RELIANCE'"):
         client.complete(request(), model="m")
@@ -82,7 +90,7 @@ def test_a_changed_prompt_is_a_miss() -> None:
     changed = request().model_copy(update={"prompt": "Headlines: ... (one more)"})
 
     with pytest.raises(ReplayMiss):
-        ReplayClient(replies.get).complete(changed, model="m")
+        RecordedCallsClient(replies.get).complete(changed, model="m")
 
 
 def test_structured_call_turns_a_miss_into_a_failed_stage_without_retry() -> None:
@@ -93,6 +101,6 @@ def test_structured_call_turns_a_miss_into_a_failed_stage_without_retry() -> Non
         return None
 
     with pytest.raises(StageFailed, match="news: ReplayMiss: replay: no recorded reply for role 'news'"):
-        structured_call(ModelChoice(ReplayClient(lookup), "m", "m"), request(), AnalystNote)
+        structured_call(ModelChoice(RecordedCallsClient(lookup), "m", "m"), request(), AnalystNote)
 
     assert len(calls) == 1

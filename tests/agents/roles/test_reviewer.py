@@ -11,13 +11,21 @@ import pytest
 from pydantic import ValidationError
 
 from agents.domain.hygiene import FENCE_CLOSE, FENCE_OPEN
-from agents.domain.llm import BudgetExceeded, ModelChoice, ModelError, NullRecorder, parse_reply
-from agents.domain.offline import OFFLINE_MODEL, OfflineModel, reviewer_draft
-from agents.domain.prompts import reviewer_request
-from agents.domain.roles import ReviewFacts, assemble_review, memory_tags, memory_text, review_trade
-from agents.domain.schemas import ModelRequest, TradeReviewDraft
+from agents.domain.llm import BudgetExceeded, ModelChoice, ModelError, ModelRequest, NullRecorder, parse_reply
+from agents.roles import (
+    OFFLINE_MODEL,
+    OfflineModel,
+    ReviewFacts,
+    TradeReviewDraft,
+    assemble_review,
+    memory_tags,
+    memory_text,
+    review_trade,
+    reviewer_draft,
+)
+from agents.roles.reviewer import reviewer_request
 from reviews.domain.outcomes import classify_outcome, signal_evolution, thesis_vs_outcome
-from tests.agents.domain.test_roles import FakeClient, choose
+from tests.agents.roles.builders import FakeClient, choose
 from vocabulary.trade import Direction
 
 SYMBOL = "RELIANCE"

@@ -1,0 +1,128 @@
+"""Stage 2, the analyst panel: the four analysts at once, a self-critique for a doubtful note, and
+the quorum the orchestrator applies.
+
+An analyst with nothing real to read abstains by code before any model is asked; the others call
+the model in threads (they wait on the network, not on the CPU). A failed analyst comes back as its
+``StageFailed`` so the quorum can count it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+
+from agents.domain.llm import Budget, ModelChoice, ModelRequest, NullRecorder, Recorder, RetryPolicy, StageFailed
+from agents.roles._base import OFFLINE_PROVIDER, ask, guard
+from agents.roles.analysts.fundamental import fundamental_abstention, fundamental_request
+from agents.roles.analysts.news import news_abstention, news_request
+from agents.roles.analysts.note import ANALYST_ROLES, AnalystNote, model_vote
+from agents.roles.analysts.self_critique import critique_once
+from agents.roles.analysts.sentiment import sentiment_abstention, sentiment_request
+from agents.roles.analysts.technical import technical_abstention, technical_request
+from vocabulary.features import FeatureBundle
+
+AnalystResult = AnalystNote | StageFailed
+
+CONFIDENCE_FLOOR = 0.40
+QUORUM = 3
+
+_REQUESTS: dict[str, Callable[..., ModelRequest]] = {
+    "news": news_request,
+    "sentiment": sentiment_request,
+    "technical": technical_request,
+    "fundamental": fundamental_request,
+}
+
+_ABSTENTIONS: dict[str, Callable[[FeatureBundle], AnalystNote | None]] = {
+    "news": news_abstention,
+    "sentiment": sentiment_abstention,
+    "technical": technical_abstention,
+    "fundamental": fundamental_abstention,
+}
+
+
+def analyst_request(role: str, bundle: FeatureBundle, *, memory_block: str = "") -> ModelRequest:
+    return _REQUESTS[role](bundle, memory_block=memory_block)
+
+
+def abstention(role: str, bundle: FeatureBundle) -> AnalystNote | None:
+    """The deterministic note for an analyst with nothing real to read, or None when it has data.
+
+    ``abstained`` is decided here and only here: a model is asked only when this returns None, and
+    whatever it then says about abstaining is overwritten (``model_vote``). An analyst with
+    nothing to read abstains rather than voting a stance of 0, because calibration counts votes."""
+    reader = _ABSTENTIONS.get(role)
+    return reader(bundle) if reader is not None else None
+
+
+def _analyst(
+    choice: ModelChoice,
+    role: str,
+    bundle: FeatureBundle,
+    *,
+    memory_block: str,
+    recorder: Recorder,
+    budget: Budget | None,
+    retry: RetryPolicy | None,
+) -> AnalystResult:
+    request = analyst_request(role, bundle, memory_block=memory_block)
+    validate = guard(bundle.symbol, role=role)
+    try:
+        note, model = ask(
+            choice, request, AnalystNote, recorder=recorder, budget=budget, retry=retry, validate=validate
+        )
+        note = model_vote(note, model)
+        if note.confidence < CONFIDENCE_FLOOR and choice.client.provider != OFFLINE_PROVIDER:
+            note = critique_once(choice, request, note, recorder=recorder, budget=budget, retry=retry)
+    except StageFailed as failure:
+        return failure
+    return note
+
+
+def run_analysts(
+    choice: ModelChoice,
+    bundle: FeatureBundle,
+    *,
+    memory_block: str = "",
+    recorder: Recorder | None = None,
+    budget: Budget | None = None,
+    max_workers: int = 4,
+    retry: RetryPolicy | None = None,
+) -> dict[str, AnalystResult]:
+    """The four analysts, concurrently. A failed analyst comes back as its ``StageFailed`` so the
+    caller can apply the quorum; abstentions are notes made without a model call."""
+    recorder = recorder or NullRecorder()
+    results: dict[str, AnalystResult] = {}
+    calling: list[str] = []
+    for role in ANALYST_ROLES:
+        note = abstention(role, bundle)
+        if note is None:
+            calling.append(role)
+        else:
+            results[role] = note
+    if calling:
+        with ThreadPoolExecutor(max_workers=max(1, max_workers)) as pool:
+            futures = {
+                role: pool.submit(
+                    _analyst,
+                    choice,
+                    role,
+                    bundle,
+                    memory_block=memory_block,
+                    recorder=recorder,
+                    budget=budget,
+                    retry=retry,
+                )
+                for role in calling
+            }
+            results.update({role: future.result() for role, future in futures.items()})
+    return {role: results[role] for role in ANALYST_ROLES}
+
+
+def quorum_met(results: Mapping[str, AnalystResult]) -> bool:
+    """At least three of four analysts returned a note; an abstention is a note."""
+    return len(successful_notes(results)) >= QUORUM
+
+
+def successful_notes(results: Mapping[str, AnalystResult]) -> list[AnalystNote]:
+    return [result for result in results.values() if isinstance(result, AnalystNote)]
