@@ -8,7 +8,6 @@ the same way and none of them reaches into another's module for it.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from typing import cast
 
 from django.conf import settings
@@ -46,7 +45,7 @@ def require_priced(provider: str) -> None:
     calls as free and never stop them."""
     if provider in FREE_PROVIDERS:
         return
-    table = PriceTable.from_mapping(cast(Mapping[str, Mapping[str, object]], settings.LLM.get("PRICES", {})))
+    table = PriceTable.from_mapping(settings.LLM.get("PRICES", {}))
     unpriced = sorted({model for model in provider_models(provider) if not table.known(model)})
     if unpriced and table.fallback is None:
         raise ValueError(

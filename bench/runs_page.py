@@ -137,9 +137,12 @@ def viewer_client() -> object:
 
 def old_run_rows(*, with_replays: bool, limit: int = 100) -> list:
     """The page's query before: every run's calls summed, then sorted and cut."""
+    from decimal import Decimal
+
     from django.db.models import Sum
 
     from trading.models import PipelineRun
+    from trading.pipeline.selectors import RunRow
 
     runs = PipelineRun.objects.select_related("instrument", "thesis")
     if not with_replays:
@@ -147,7 +150,7 @@ def old_run_rows(*, with_replays: bool, limit: int = 100) -> list:
     runs = runs.annotate(
         tokens=Sum("model_calls__input_tokens") + Sum("model_calls__output_tokens"), cost=Sum("model_calls__cost")
     ).order_by("-created_at", "-id")[:limit]
-    return list(runs)
+    return [RunRow(run=r, tokens=r.tokens or 0, cost=r.cost or Decimal(0)) for r in runs]
 
 
 def median_ms(action: Callable[[], object], repeat: int) -> float:

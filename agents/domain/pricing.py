@@ -58,15 +58,24 @@ class PriceTable:
     fallback: ModelPrice | None = None
 
     @classmethod
-    def from_mapping(cls, raw: Mapping[str, Mapping[str, object]], *, base: PriceTable | None = None) -> PriceTable:
+    def from_mapping(cls, raw: object, *, base: PriceTable | None = None) -> PriceTable:
         """Build a table from settings: ``{"model": {"input": "3", "output": "15"}}`` per million tokens,
         and optionally ``"*"`` for any model not listed.
 
-        Entries override ``base`` (the defaults unless given); bad values raise ``ValueError``."""
+        Entries override ``base`` (the defaults unless given); bad values raise ``ValueError``.
+        Takes any object because settings hold whatever JSON was configured; anything but a
+        mapping of model names is refused."""
+        if not isinstance(raw, Mapping):
+            raise ValueError(
+                'prices must map model names to prices, e.g. {"claude-sonnet-4-5": {"input": "3", "output": "15"}}; '
+                f"got {raw!r}"
+            )
         base = base if base is not None else cls()
         prices = dict(base.prices)
         fallback = base.fallback
         for model, entry in raw.items():
+            if not isinstance(model, str):
+                raise ValueError(f"a model name in the price table must be text, got {model!r}")
             price = _parse_price(model, entry)
             if model.strip() == FALLBACK_KEY:
                 fallback = price
@@ -96,7 +105,7 @@ class PriceTable:
         return (input_tokens * price.input_per_million + output_tokens * price.output_per_million) / MILLION
 
 
-def _parse_price(model: str, entry: Mapping[str, object]) -> ModelPrice:
+def _parse_price(model: str, entry: object) -> ModelPrice:
     if not isinstance(entry, Mapping):
         raise ValueError(f"price for {model!r} must be a mapping with 'input' and 'output'")
     unexpected = set(entry) - {"input", "output"}

@@ -12,13 +12,14 @@ import time
 from typing import TYPE_CHECKING
 
 import anthropic
+from anthropic import Omit
 
 from agents.domain.llm import ModelError, ModelReply, ModelRequest, TransientModelError
 from agents.providers import is_transient_status
 
 if TYPE_CHECKING:
     import httpx2
-    from anthropic.types import Message
+    from anthropic.types import Message, ToolChoiceToolParam, ToolParam, UserMessageParam
 
 PROVIDER = "anthropic"
 DEFAULT_MAX_TOKENS = 4096
@@ -58,16 +59,10 @@ class AnthropicClient:
             message = self._sdk.messages.create(
                 model=model,
                 max_tokens=self._max_tokens,
-                messages=[{"role": "user", "content": request.prompt}],
-                tools=[
-                    {
-                        "name": tool_name,
-                        "description": f"Record the answer as one {request.output_schema.__name__} object.",
-                        "input_schema": request.output_schema.model_json_schema(),
-                    }
-                ],
-                tool_choice={"type": "tool", "name": tool_name},
-                **_system(request.system),
+                messages=[_user_message(request.prompt)],
+                tools=[_answer_tool(request, tool_name)],
+                tool_choice=_forced_tool(tool_name),
+                system=_system(request.system),
             )
         except anthropic.AnthropicError as error:
             raise translate_error(error) from error
@@ -97,9 +92,26 @@ def _tool_name(request: ModelRequest) -> str:
     return request.output_schema.__name__[:64]
 
 
-def _system(system: str) -> dict[str, str]:
-    # The API rejects an empty system prompt, so leave it out rather than send "".
-    return {"system": system} if system else {}
+def _user_message(prompt: str) -> UserMessageParam:
+    return {"role": "user", "content": prompt}
+
+
+def _answer_tool(request: ModelRequest, tool_name: str) -> ToolParam:
+    """The one tool the model must call: its input schema is the role's output schema."""
+    return {
+        "name": tool_name,
+        "description": f"Record the answer as one {request.output_schema.__name__} object.",
+        "input_schema": request.output_schema.model_json_schema(),
+    }
+
+
+def _forced_tool(tool_name: str) -> ToolChoiceToolParam:
+    return {"type": "tool", "name": tool_name}
+
+
+def _system(system: str) -> str | Omit:
+    # The API rejects an empty system prompt, so leave it out (the SDK's omit) rather than send "".
+    return system if system else anthropic.omit
 
 
 def _reply_text(message: Message, tool_name: str) -> str:

@@ -112,7 +112,7 @@ def _default_target(o) -> Decimal:
 
 
 def _payload(o) -> dict:
-    """The TradeThesis as the validator would have stored it (agents.domain.schemas.TradeThesis)."""
+    """The TradeThesis as the validator would have stored it (agents.roles.TradeThesis)."""
     return {
         "symbol": o.instrument.symbol,
         "direction": o.direction,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -26,7 +27,7 @@ class QueueFilters:
     replay: bool
 
 
-def queue_filters(params) -> QueueFilters:
+def queue_filters(params: Mapping[str, str]) -> QueueFilters:
     """The queue's filters, read from a query string (the page's or the API's: the same rules).
     Raises ``edge.InputInvalid`` naming the first bad value; an empty value is no filter."""
     direction = str(params.get("direction") or "").strip().upper()
@@ -40,7 +41,7 @@ def queue_filters(params) -> QueueFilters:
     )
 
 
-def thesis_queue(params) -> QuerySet[Thesis]:
+def thesis_queue(params: Mapping[str, str]) -> QuerySet[Thesis]:
     """The live queue: theses of history replays only with ``replay=1`` (they are decided by their
     replay's policy, never by a person at the desk). Raises ``edge.InputInvalid`` for a bad filter
     (a NaN conviction used to reach the database and answer 500)."""

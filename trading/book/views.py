@@ -53,7 +53,7 @@ def thesis_detail(request: HttpRequest, thesis_id: int) -> HttpResponse:
     )
     run = thesis.run
     context = presenters.run_context(run, run_totals(run))
-    lookback = settings.DESK["FEATURE_LOOKBACK_BARS"] + 130
+    lookback = int(settings.DESK["FEATURE_LOOKBACK_BARS"]) + 130  # a count of bars; settings see a number
     bars = market_selectors.bars_frame(thesis.instrument, as_of=run.as_of, limit=lookback)
     chart = charts.price_chart(
         bars,

@@ -6,6 +6,7 @@ written in the embedded broker's folder), and the heartbeats the scheduler and w
 from __future__ import annotations
 
 import datetime as dt
+import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -71,7 +72,12 @@ def _redis_ping() -> None:
 
 
 def _broker_folder() -> Path:
-    return Path(settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_in"])
+    """The embedded broker's queue folder. Settings values are read as objects, so a value that is
+    not a path is refused here, naming the setting, rather than surfacing as an odd Path error."""
+    folder = settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_in"]
+    if not isinstance(folder, str | os.PathLike):
+        raise ValueError(f"CELERY_BROKER_TRANSPORT_OPTIONS['data_folder_in'] must be a folder path, got {folder!r}")
+    return Path(folder)
 
 
 def _folder_write() -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 
-from celery import shared_task
+from celery import Celery, Task, shared_task
 from celery.signals import beat_init
 from django.utils import timezone
 
@@ -29,14 +29,14 @@ PING_TIMEOUT_S = 1.0
 FORGET_WORKERS_AFTER = dt.timedelta(days=1)
 
 
-def workers_ping(app: object, *, timeout: float = PING_TIMEOUT_S) -> list[str]:
+def workers_ping(app: Celery, *, timeout: float = PING_TIMEOUT_S) -> list[str]:
     """The hostnames of the workers that answered a ping within ``timeout``."""
-    replies = app.control.ping(timeout=timeout) or []  # type: ignore[attr-defined]
+    replies = app.control.ping(timeout=timeout) or []
     return sorted(name for reply in replies for name in reply)
 
 
 @shared_task(name="trading.scheduler_tick", bind=True, ignore_result=True)
-def scheduler_tick(self) -> list[str]:
+def scheduler_tick(self: Task) -> list[str]:
     """Beat sends this every minute: its age on the health page is the scheduler's, and the
     workers that answer its ping are the workers seen."""
     now = timezone.now()

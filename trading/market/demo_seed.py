@@ -111,14 +111,14 @@ def seed_demo(
     stored_hashes = set(NewsItem.objects.values_list("content_hash", flat=True))
     news = []
     for item in market.news:
-        instrument = instruments.get(item.symbol) if item.symbol else None
-        digest = content_hash(item.headline, str(instrument) if instrument else "*")
+        subject = instruments.get(item.symbol) if item.symbol else None  # None: market-wide news
+        digest = content_hash(item.headline, str(subject) if subject is not None else "*")
         if digest in stored_hashes:
             continue
         stored_hashes.add(digest)
         news.append(
             NewsItem(
-                instrument=instrument,
+                instrument=subject,
                 headline=item.headline,
                 source=item.source,
                 published_at=item.published_at,

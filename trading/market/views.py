@@ -44,7 +44,9 @@ def instrument_detail(request: HttpRequest, symbol: str) -> HttpResponse:
         except NoPriceData:
             problem = f"No bars on or before {as_of:%d %b %Y}; the first bar is on {first:%d %b %Y}."
         else:
-            bars = selectors.bars_frame(instrument, as_of=as_of, limit=settings.DESK["FEATURE_LOOKBACK_BARS"] + 260)
+            bars = selectors.bars_frame(
+                instrument, as_of=as_of, limit=int(settings.DESK["FEATURE_LOOKBACK_BARS"]) + 260
+            )
             chart = charts.price_chart(bars, symbol=instrument.symbol)
     return render(
         request,

@@ -33,7 +33,7 @@ class RunListApi(generics.ListAPIView):
         return runs if filters["replay"] else runs.filter(is_replay=False)
 
     @extend_schema(parameters=[RunFilterInput], responses={200: RunOutput(many=True), **errors(400, *READ)})
-    def get(self, request: Request, *args, **kwargs) -> Response:
+    def get(self, request: Request, *args: object, **kwargs: object) -> Response:
         return super().get(request, *args, **kwargs)
 
     @extend_schema(

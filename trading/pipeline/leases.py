@@ -18,6 +18,7 @@ import os
 import socket
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from agents.domain.llm import CallRecord
+from agents.domain.pricing import PriceTable
 from agents.recording import BufferedRecorder
 from trading.models import PipelineRun
 
@@ -118,8 +120,8 @@ def _alive(pid: int) -> bool:
 class WakingRecorder(BufferedRecorder):
     """A BufferedRecorder that wakes the keeper each time a call finishes."""
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, *, run_id: int | None, prices: PriceTable) -> None:
+        super().__init__(run_id=run_id, prices=prices)
         self.wake = threading.Event()
 
     def record(self, call: CallRecord) -> None:
@@ -174,7 +176,7 @@ class AttemptKeeper:
             # The orchestrator finds out at its next write and stops there; nothing to do here.
             logger.warning("run %s: lease of %s taken over", self.lease.run_id, self.lease.owner)
 
-    def _quietly(self, action, what: str) -> None:
+    def _quietly(self, action: Callable[[], object], what: str) -> None:
         # A database blink must not kill the thread: the next turn (or the orchestrator) retries.
         try:
             action()

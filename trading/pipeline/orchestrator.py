@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.conf import settings
 from django.db import OperationalError, transaction
@@ -78,6 +78,9 @@ from trading.pipeline.outputs import (
 from trading.pipeline.signals import run_finished
 from vocabulary.features import FeatureBundle
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AnonymousUser, User
+
 logger = logging.getLogger(__name__)
 
 # ATR(14) needs 14 true ranges, so 15 sessions of bars.
@@ -99,7 +102,9 @@ def _publish(run: PipelineRun, kind: str, **data: Any) -> None:
 # --- creating and claiming runs ---------------------------------------------------------------
 
 
-def pipeline_run_create(*, instrument: Instrument, as_of: dt.date, provider: str, user=None) -> PipelineRun:
+def pipeline_run_create(
+    *, instrument: Instrument, as_of: dt.date, provider: str, user: User | AnonymousUser | None = None
+) -> PipelineRun:
     if provider not in PROVIDERS:
         raise ValueError(f"unknown provider {provider!r}; choose one of {', '.join(PROVIDERS)}")
     require_priced(provider)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from decimal import Decimal
 
 from django.db.models import F, Sum
@@ -10,7 +11,16 @@ from agents.models import ModelCall
 from trading.models import PipelineRun
 
 
-def run_rows(*, with_replays: bool, limit: int = 100) -> list[PipelineRun]:
+@dataclass(frozen=True)
+class RunRow:
+    """One line of the runs page: the run, and what its model calls came to (zero for none)."""
+
+    run: PipelineRun
+    tokens: int
+    cost: Decimal
+
+
+def run_rows(*, with_replays: bool, limit: int = 100) -> list[RunRow]:
     """The runs page: the latest ``limit`` runs, each with ``tokens`` and ``cost`` summed over its
     model calls. Two queries whatever the history: the page's runs first, then the sums for those
     runs only (summing before the limit made the page scan every model call ever recorded)."""
@@ -25,8 +35,8 @@ def run_rows(*, with_replays: bool, limit: int = 100) -> list[PipelineRun]:
         .annotate(tokens=Sum(F("input_tokens") + F("output_tokens")), cost=Sum("cost"))
         .order_by()
     }
+    rows = []
     for run in page:
-        row = totals.get(run.pk, {})
-        run.tokens = row.get("tokens") or 0
-        run.cost = row.get("cost") or Decimal(0)
-    return page
+        summed = totals.get(run.pk, {})
+        rows.append(RunRow(run=run, tokens=summed.get("tokens") or 0, cost=summed.get("cost") or Decimal(0)))
+    return rows

@@ -8,6 +8,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from agents.providers.factory import PROVIDERS
+from trading.models import PipelineRun
 from trading.pipeline.outputs import STAGE_OUTPUTS
 from trading.pipeline.presenters import run_outputs
 from trading.pipeline.start import MAX_SYMBOL_CHARS, MAX_SYMBOLS, run_request
@@ -68,10 +69,10 @@ class RunDetailOutput(RunOutput):
     totals = serializers.SerializerMethodField()
 
     @extend_schema_field(OUTPUTS_SCHEMA)
-    def get_outputs(self, run) -> dict:
+    def get_outputs(self, run: PipelineRun) -> dict[str, dict[str, Any]]:
         return run_outputs(run).stored()
 
-    def get_totals(self, run) -> dict[str, str]:
+    def get_totals(self, run: PipelineRun) -> dict[str, str]:
         from agents.recording import run_totals
 
         return {key: str(value) for key, value in run_totals(run).items()}

@@ -1,8 +1,5 @@
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import wraps
-
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
@@ -35,33 +32,24 @@ def _start_form_context(request: HttpRequest, form: RunStartForm | None = None) 
     }
 
 
-def _replay_flag_checked(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    """``?replay=`` must be a flag: anything else shows the default list with the reason, as a 400."""
-
-    @wraps(view)
-    def checked(request: HttpRequest, *args, **kwargs) -> HttpResponse:
-        try:
-            edge.parse_flag(request.GET.get("replay"), "replay")
-        except edge.InputInvalid as problem:
-            messages.error(request, f"{problem}; showing live runs.")
-            request.GET = request.GET.copy()
-            del request.GET["replay"]
-            response = view(request, *args, **kwargs)
-            response.status_code = 400
-            return response
-        return view(request, *args, **kwargs)
-
-    return checked
-
-
-@_replay_flag_checked
-def run_list(request: HttpRequest) -> HttpResponse:
-    """Live runs; ``?replay=1`` adds the runs of history replays (badged in the table)."""
-    with_replays = edge.parse_flag(request.GET.get("replay"), "replay")
+def _runs_page(
+    request: HttpRequest, *, with_replays: bool, form: RunStartForm | None = None, status: int = 200
+) -> HttpResponse:
+    """The runs list with the run form (blank, or as the person sent it when it was refused)."""
     runs = selectors.run_rows(with_replays=with_replays)
-    return render(
-        request, "trading/runs.html", {"runs": runs, "with_replays": with_replays, **_start_form_context(request)}
-    )
+    context = {"runs": runs, "with_replays": with_replays, **_start_form_context(request, form)}
+    return render(request, "trading/runs.html", context, status=status)
+
+
+def run_list(request: HttpRequest) -> HttpResponse:
+    """Live runs; ``?replay=1`` adds the runs of history replays (badged in the table).
+    ``?replay=`` must be a flag: anything else shows the live runs with the reason, as a 400."""
+    try:
+        with_replays = edge.parse_flag(request.GET.get("replay"), "replay")
+    except edge.InputInvalid as problem:
+        messages.error(request, f"{problem}; showing live runs.")
+        return _runs_page(request, with_replays=False, status=400)
+    return _runs_page(request, with_replays=with_replays)
 
 
 @require_POST
@@ -70,10 +58,9 @@ def run_start(request: HttpRequest) -> HttpResponse:
     """Start runs from the form. A refused form comes back (400) with each problem next to its field,
     in the API's words, and nothing created; the runs saved while the queue is down are said so."""
     form = RunStartForm(request.POST)
-    if not form.is_valid():
-        context = {"runs": selectors.run_rows(with_replays=False), "with_replays": False}
-        return render(request, "trading/runs.html", {**context, **_start_form_context(request, form)}, status=400)
-    checked = form.checked
+    checked = form.checked if form.is_valid() else None  # a valid form has its checked request
+    if checked is None:
+        return _runs_page(request, with_replays=False, form=form, status=400)
     try:
         runs = pipeline_runs_start(
             instruments=checked.instruments, as_of=checked.as_of, provider=checked.provider, user=request.user

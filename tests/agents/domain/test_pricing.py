@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 
 import pytest
@@ -89,7 +90,18 @@ def test_overrides_can_start_from_an_empty_table() -> None:
 )
 def test_bad_prices_in_settings_fail_loudly(entry: object) -> None:
     with pytest.raises(ValueError, match="house-model"):
-        PriceTable.from_mapping({"house-model": entry})  # type: ignore[dict-item]
+        PriceTable.from_mapping({"house-model": entry})
+
+
+@pytest.mark.parametrize("raw", [["claude-sonnet-4-5", {"input": "3", "output": "15"}], "3/15", None, 3])
+def test_a_price_table_that_is_not_a_mapping_is_refused_with_an_example(raw: object) -> None:
+    with pytest.raises(ValueError, match=re.escape('e.g. {"claude-sonnet-4-5": {"input": "3", "output": "15"}}; got')):
+        PriceTable.from_mapping(raw)
+
+
+def test_a_model_name_that_is_not_text_is_refused() -> None:
+    with pytest.raises(ValueError, match="model name"):
+        PriceTable.from_mapping({3: {"input": "1", "output": "2"}})
 
 
 def test_negative_token_counts_are_refused() -> None:
