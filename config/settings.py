@@ -357,7 +357,12 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "prefix": f"{REDIS_KEY_PREFIX}asgi"},  # "asgi": channels_redis's own
+            "CONFIG": {
+                # No read timeout: the layer waits up to 5 s for a message on its own, and redis-py's
+                # default 5 s socket timeout would cut that wait (a dropped websocket every 5 s).
+                "hosts": [{"address": REDIS_URL, "socket_timeout": None}],
+                "prefix": f"{REDIS_KEY_PREFIX}asgi",  # "asgi": channels_redis's own
+            },
         }
     }
 else:

@@ -13,7 +13,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
@@ -22,7 +22,7 @@ DATA_DIR_VARIABLE = "DESK_DATA_DIR"
 REDIS_PREFIX_VARIABLE = "REDIS_KEY_PREFIX"
 
 
-def xdist_worker_environment(environ: dict[str, str] | os._Environ, rootpath: Path) -> dict[str, str]:
+def xdist_worker_environment(environ: Mapping[str, str], rootpath: Path) -> dict[str, str]:
     """What an xdist worker changes in its environment: a data folder of its own under the run's
     (the SQLite test database, the embedded broker's folders, the channel relay, the secret key, logs)
     and a Redis key prefix of its own (queues, results, channel groups, throttle counts). Nothing

@@ -233,30 +233,45 @@ def position_on_path(
     price_path = as_path(path, opens)
     if len(price_path) < 2:
         raise ValueError("a path needs the decision session and at least one session to fill on")
-    account = account or AccountFactory(roomy=True)
     instrument = instrument or InstrumentFactory()
     bars = bars_for(instrument, price_path, start=start, wick_pct=wick_pct, seed=seed)
-    decision, held = bars[0], bars[1:]
     tick = instrument.tick_size
-
-    levels = {}
-    if stop is not None:
-        levels["stop"] = arithmetic.round_to_tick(Decimal(str(stop)), tick)
-    if target is not None:
-        levels["target"] = arithmetic.round_to_tick(Decimal(str(target)), tick)
-    thesis = ThesisFactory(
-        account=account,
-        instrument=instrument,
-        run__as_of=decision.date,
+    levels = {
+        name: arithmetic.round_to_tick(Decimal(str(value)), tick)
+        for name, value in (("stop", stop), ("target", target))
+        if value is not None
+    }
+    order = _decided_order(
+        bars[0],
+        account=account or AccountFactory(roomy=True),
         direction=direction,
         conviction=Decimal(str(conviction)),
-        entry=decision.close,
         quantity=quantity,
         horizon_sessions=horizon_sessions or len(price_path),
         risk_pct=Decimal(str(risk_pct)),
         reward_r=Decimal(str(reward_r)),
-        approved=True,
         **levels,
+    )
+    position = _filled(order, bars[1])
+    position = _daily_passes(position, bars[1:])
+    if close_by_hand is None or position.status == Position.Status.CLOSED:
+        return position
+    if not close_by_hand.strip():
+        raise ValueError("a manual close needs a reason, as the desk asks for one")
+    last = bars[-1]
+    return _close(position, reference=last.close, on=last.date, reason="manual", comment=close_by_hand.strip())
+
+
+def _decided_order(decision, *, account: Account, **thesis_fields) -> Order:
+    """The thesis decided after the close of ``decision`` (its close is the entry), approved ten
+    minutes later, and the working order that approval places."""
+    thesis = ThesisFactory(
+        account=account,
+        instrument=decision.instrument,
+        run__as_of=decision.date,
+        entry=decision.close,
+        approved=True,
+        **thesis_fields,
     )
     decided = after_the_close(decision.date)
     Thesis.objects.filter(pk=thesis.pk).update(
@@ -266,53 +281,58 @@ def position_on_path(
     )
     order = OrderFactory(thesis=thesis, placed_on=decision.date)
     Order.objects.filter(pk=order.pk).update(placed_at=decided + dt.timedelta(minutes=10))
+    return order
 
-    # The fill: the next session's open, moved against the trader, on the tick.
-    fill_bar = held[0]
-    entry_price = arithmetic.fill_price(
-        side=order.side, reference=fill_bar.open, slippage_bps=order.slippage_bps, tick=tick
+
+def _filled(order: Order, fill_bar) -> Position:
+    """As ``order_try_fill``: the fill bar's open moved against the trader onto the tick, the NSE
+    costs, the position, and the cash it takes. Refused where the broker would cancel instead."""
+    thesis = order.thesis
+    price = arithmetic.fill_price(
+        side=order.side, reference=fill_bar.open, slippage_bps=order.slippage_bps, tick=order.instrument.tick_size
     )
-    lower, upper = (thesis.stop, thesis.target) if direction == "LONG" else (thesis.target, thesis.stop)
-    inside = lower < entry_price < upper
-    if not inside:
+    lower, upper = (thesis.stop, thesis.target) if thesis.direction == "LONG" else (thesis.target, thesis.stop)
+    if not lower < price < upper:
         raise ValueError(
-            f"the fill at {entry_price} on {fill_bar.date} is beyond the stop {thesis.stop} or the target "
+            f"the fill at {price} on {fill_bar.date} is beyond the stop {thesis.stop} or the target "
             f"{thesis.target}: the broker would cancel this order, not fill it"
         )
-    entry_costs = arithmetic.order_costs(order.side, quantity, entry_price)
+    costs = arithmetic.order_costs(order.side, order.quantity, price)
     Order.objects.filter(pk=order.pk).update(
         status=Order.Status.FILLED,
-        fill_price=entry_price,
+        fill_price=price,
         filled_on=fill_bar.date,
-        costs=entry_costs.to_dict(),
-        costs_total=entry_costs.total,
+        costs=costs.to_dict(),
+        costs_total=costs.total,
     )
-    position = Position.objects.create(
-        account=account,
+    Account.objects.filter(pk=order.account_id).update(cash=F("cash") - price * order.quantity - costs.total)
+    return Position.objects.create(
+        account=order.account,
         order=order,
         thesis=thesis,
-        instrument=instrument,
-        direction=direction,
-        quantity=quantity,
-        entry_price=entry_price,
-        entry_costs=entry_costs.total,
+        instrument=order.instrument,
+        direction=thesis.direction,
+        quantity=order.quantity,
+        entry_price=price,
+        entry_costs=costs.total,
         opened_on=fill_bar.date,
         stop=thesis.stop,
         target=thesis.target,
         horizon_sessions=thesis.horizon_sessions,
-        last_mark=entry_price,
+        last_mark=price,
         is_replay=False,
     )
-    Account.objects.filter(pk=account.pk).update(cash=F("cash") - entry_price * quantity - entry_costs.total)
 
-    # The daily passes.
+
+def _daily_passes(position: Position, held: Sequence) -> Position:
+    """As ``positions_mark`` session by session from the fill: the fill session is only marked,
+    from the next one the bar is checked for an exit first; a session without one writes its mark."""
     marks: list[PositionMark] = []
-    last_mark, unrealised = entry_price, Decimal(0)
     for sessions_held, bar in enumerate(held):
         signal = None
-        if sessions_held:  # the fill session is only marked: the levels watch from the next one
+        if sessions_held:  # the levels watch from the session after the fill
             signal = arithmetic.check_exit(
-                direction=direction,
+                direction=position.direction,
                 stop=position.stop,
                 target=position.target,
                 bar_open=bar.open,
@@ -325,18 +345,17 @@ def position_on_path(
         if signal is not None:
             PositionMark.objects.bulk_create(marks)
             return _close(position, reference=signal.price, on=bar.date, reason=signal.reason)
-        unrealised = arithmetic.mark(
-            direction=direction, quantity=quantity, entry_price=entry_price, mark_price=bar.close
+        pnl = arithmetic.mark(
+            direction=position.direction,
+            quantity=position.quantity,
+            entry_price=position.entry_price,
+            mark_price=bar.close,
         )
-        last_mark = bar.close
-        marks.append(PositionMark(position=position, date=bar.date, close=bar.close, unrealised_pnl=unrealised))
+        marks.append(PositionMark(position=position, date=bar.date, close=bar.close, unrealised_pnl=pnl))
     PositionMark.objects.bulk_create(marks)
-    Position.objects.filter(pk=position.pk).update(last_mark=last_mark, unrealised_pnl=unrealised)
-    if close_by_hand is not None:
-        if not close_by_hand.strip():
-            raise ValueError("a manual close needs a reason, as the desk asks for one")
-        return _close(
-            position, reference=held[-1].close, on=held[-1].date, reason="manual", comment=close_by_hand.strip()
+    if marks:
+        Position.objects.filter(pk=position.pk).update(
+            last_mark=marks[-1].close, unrealised_pnl=marks[-1].unrealised_pnl
         )
     position.refresh_from_db()
     return position
