@@ -376,7 +376,7 @@ def review_trade(
 
     Never fails: a model that cannot give a valid, on-ticker draft (or a spent budget) falls back
     to the offline rules, because a closed position must always leave a lesson in memory."""
-    request = _review_request(facts, memory_block)
+    request = review_request(facts, memory_block)
     try:
         draft, model = ask(
             choice,
@@ -393,7 +393,8 @@ def review_trade(
     return assemble_review(facts, draft, model_used=model)
 
 
-def _review_request(facts: ReviewFacts, memory_block: str) -> ModelRequest:
+def review_request(facts: ReviewFacts, memory_block: str = "") -> ModelRequest:
+    """The reviewer's call for one closed trade: the facts code computed, and the recalled lessons."""
     return reviewer_request(
         symbol=facts.symbol,
         direction=facts.direction,
