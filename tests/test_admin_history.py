@@ -14,9 +14,12 @@ from reviews.services import position_review
 from trading.book import broker
 from trading.book.approvals import thesis_approve
 from trading.models import (
+    AnalystNoteRecord,
     AuditEvent,
     BookPass,
     DailyBar,
+    DebateRecord,
+    FeatureSnapshot,
     Order,
     PipelineRun,
     Position,
@@ -25,7 +28,10 @@ from trading.models import (
     Thesis,
 )
 
-HISTORY = [Thesis, Order, Position, PositionMark, PipelineRun, StageRun, AuditEvent, BookPass, ModelCall, TradeReview]
+HISTORY = [
+    Thesis, Order, Position, PositionMark, PipelineRun, StageRun, AuditEvent, BookPass, ModelCall, TradeReview,
+    AnalystNoteRecord, DebateRecord, FeatureSnapshot,
+]
 
 
 def _next_session(day: dt.date) -> dt.date:

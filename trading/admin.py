@@ -73,9 +73,14 @@ class FundamentalsSnapshotAdmin(admin.ModelAdmin):
 
 
 @admin.register(FeatureSnapshot)
-class FeatureSnapshotAdmin(admin.ModelAdmin):
-    list_display = ["instrument", "as_of", "fallback", "computed_at"]
+class FeatureSnapshotAdmin(HistoryAdmin):
+    """Read-only: runs point at these rows as the exact bundle they used."""
+
+    list_display = ["instrument", "as_of", "fallback", "computed_at", "digest"]
+    list_filter = ["fallback"]
     list_select_related = ["instrument"]
+    search_fields = ["instrument__symbol"]
+    date_hierarchy = "as_of"
 
 
 @admin.register(AuditEvent)

@@ -199,6 +199,7 @@ class BookPass(models.Model):
 
     class Meta:
         ordering = ["account", "date"]
+        verbose_name_plural = "book passes"
         constraints = [models.UniqueConstraint(fields=["account", "date"], name="book_pass_once_per_day")]
 
     def __str__(self) -> str:
