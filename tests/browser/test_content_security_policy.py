@@ -64,6 +64,7 @@ def test_the_desks_pages_render_with_no_policy_violation(
     page.wait_for_timeout(500)  # the page opens its websocket (or polls) straight away
 
     _visit(page, f"{live_server.url}/portfolio/")
+    _visit(page, f"{live_server.url}/reviews/performance/")
 
     _visit(page, f"{live_server.url}/api/docs/")
     page.wait_for_selector("#swagger-ui .opblock", timeout=20_000)

@@ -20,7 +20,6 @@ from trading.market import selectors as market_selectors
 from trading.models import Account, Position, Strategy, Thesis
 from trading.pipeline import presenters
 from trading.refusals import refused
-from vocabulary.money import currency_symbol
 from vocabulary.refusals import NotAllowed, Refusal
 
 
@@ -114,23 +113,7 @@ def portfolio(request: HttpRequest) -> HttpResponse:
     state = account_portfolio(account)
     open_positions = list(selectors.open_positions(account))
     curve = selectors.equity_curve(account)
-    figure = {
-        "data": [
-            {
-                "type": "scatter",
-                "mode": "lines",
-                "name": "equity",
-                "x": [d for d, _ in curve],
-                "y": [v for _, v in curve],
-                "line": {"color": "#1d4ed8"},
-            }
-        ],
-        "layout": {
-            "margin": {"l": 60, "r": 20, "t": 10, "b": 30},
-            "height": 300,
-            "yaxis": {"title": {"text": currency_symbol(account.currency)}},
-        },
-    }
+    figure = charts.equity_chart(curve, currency=account.currency)
     return render(
         request,
         "trading/portfolio.html",
