@@ -24,6 +24,7 @@ from reviews.domain.performance import (
     performance,
 )
 from trading.book import selectors as book_selectors
+from trading.book.accounts import default_account
 from trading.market.charts import MoneyLine, money_chart
 from trading.models import Account, MacroIndicator, Position
 
@@ -71,6 +72,8 @@ class AccountPerformance:
 def account_performances(accounts: Sequence[Account] | None = None) -> list[AccountPerformance]:
     """Every account (or those given) in the order they were opened, with the Nifty closes read
     once for all of them."""
+    if accounts is None:
+        default_account()  # the desk's paper book exists from its first page, as on the portfolio
     chosen = list(accounts) if accounts is not None else list(Account.objects.order_by("id"))
     levels = benchmark_levels()
     return [account_performance(account, levels) for account in chosen]

@@ -150,6 +150,17 @@ def test_an_account_without_trades_says_so_instead_of_failing(client, viewer) ->
     assert "no_benchmark" in held_cells  # no Nifty stored: said, not guessed
 
 
+def test_a_new_desk_shows_its_paper_book_before_anything_traded(client, viewer) -> None:
+    assert not Account.objects.exists()
+    client.force_login(viewer)
+
+    body = client.get(URL).content.decode()
+
+    paper = Account.objects.get()  # the desk's default book, as the portfolio opens it
+    assert _cells(body, paper)["no_trades"] == "no closed trades"
+    assert "No accounts yet" not in body
+
+
 def test_replay_books_are_listed_and_labelled(client, viewer) -> None:
     live = AccountFactory(name="the live book", roomy=True)
     replay = replay_account("momentum")
