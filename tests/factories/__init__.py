@@ -8,7 +8,7 @@ accounts, runs, theses, orders, and positions that lived through a chosen path o
     loser = PositionFactory(path=trending(100, 30, "-1"), direction="LONG")  # stopped out
 
 Every price the broker would compute (fills, costs, exits, marks, realised profit) is computed by
-the desk's own functions (``tests.factories.arithmetic``), never re-implemented here.
+the desk's own functions (vocabulary and the broker), never re-implemented here.
 """
 
 from tests.factories.book import (

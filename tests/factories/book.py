@@ -22,9 +22,14 @@ from django.db.models import F
 from django.utils import timezone
 from factory.django import DjangoModelFactory
 
-from tests.factories import arithmetic
 from tests.factories.market import DEFAULT_START, HUNDRED, InstrumentFactory, Price, PricePath, as_path, bars_for
+from trading.book.approvals import thesis_expiry
+from trading.book.broker import cost_model, position_close
 from trading.models import Account, Instrument, Order, PipelineRun, Position, PositionMark, Thesis
+from vocabulary.costs import CostBreakdown, as_side, order_costs
+from vocabulary.exits import check_exit, mark
+from vocabulary.fills import entry_side, exit_side, fill_price
+from vocabulary.ticks import round_to_tick
 
 DIRECTIONS = ("LONG", "SHORT")
 
@@ -99,14 +104,14 @@ def _side(direction: str) -> int:
 def _default_stop(o) -> Decimal:
     """``risk_pct`` % from the entry on the losing side, on the tick grid, never on the entry itself."""
     tick, side = o.instrument.tick_size, _side(o.direction)
-    stop = arithmetic.round_to_tick(o.entry * (1 - side * Decimal(o.risk_pct) / HUNDRED), tick)
+    stop = round_to_tick(o.entry * (1 - side * Decimal(o.risk_pct) / HUNDRED), tick)
     return stop if stop != o.entry and stop > 0 else o.entry - side * tick
 
 
 def _default_target(o) -> Decimal:
     """``reward_r`` times the risk (entry to stop) beyond the entry, on the tick grid."""
     side = _side(o.direction)
-    return arithmetic.round_to_tick(
+    return round_to_tick(
         o.entry + side * Decimal(o.reward_r) * abs(o.entry - o.stop), o.instrument.tick_size
     )
 
@@ -170,7 +175,7 @@ class ThesisFactory(DjangoModelFactory):
     payload = factory.LazyAttribute(_payload)
     warnings = factory.LazyFunction(list)
     status = Thesis.Status.PENDING
-    expires_at = factory.LazyFunction(lambda: arithmetic.thesis_expiry(timezone.now()))
+    expires_at = factory.LazyFunction(lambda: thesis_expiry(timezone.now()))
 
 
 class OrderFactory(DjangoModelFactory):
@@ -186,7 +191,7 @@ class OrderFactory(DjangoModelFactory):
     thesis = factory.SubFactory(ThesisFactory, approved=True)
     account = factory.SelfAttribute("thesis.account")
     instrument = factory.SelfAttribute("thesis.instrument")
-    side = factory.LazyAttribute(lambda o: arithmetic.entry_side(o.thesis.direction))
+    side = factory.LazyAttribute(lambda o: entry_side(o.thesis.direction))
     quantity = factory.SelfAttribute("thesis.quantity")
     fill_policy = "next_open"
     slippage_bps = factory.LazyFunction(desk_slippage_bps)
@@ -237,7 +242,7 @@ def position_on_path(
     bars = bars_for(instrument, price_path, start=start, wick_pct=wick_pct, seed=seed)
     tick = instrument.tick_size
     levels = {
-        name: arithmetic.round_to_tick(Decimal(str(value)), tick)
+        name: round_to_tick(Decimal(str(value)), tick)
         for name, value in (("stop", stop), ("target", target))
         if value is not None
     }
@@ -277,7 +282,7 @@ def _decided_order(decision, *, account: Account, **thesis_fields) -> Order:
     Thesis.objects.filter(pk=thesis.pk).update(
         created_at=decided,
         decided_at=decided + dt.timedelta(minutes=10),
-        expires_at=arithmetic.thesis_expiry(decided),
+        expires_at=thesis_expiry(decided),
     )
     order = OrderFactory(thesis=thesis, placed_on=decision.date)
     Order.objects.filter(pk=order.pk).update(placed_at=decided + dt.timedelta(minutes=10))
@@ -288,7 +293,7 @@ def _filled(order: Order, fill_bar) -> Position:
     """As ``order_try_fill``: the fill bar's open moved against the trader onto the tick, the NSE
     costs, the position, and the cash it takes. Refused where the broker would cancel instead."""
     thesis = order.thesis
-    price = arithmetic.fill_price(
+    price = fill_price(
         side=order.side, reference=fill_bar.open, slippage_bps=order.slippage_bps, tick=order.instrument.tick_size
     )
     lower, upper = (thesis.stop, thesis.target) if thesis.direction == "LONG" else (thesis.target, thesis.stop)
@@ -297,7 +302,7 @@ def _filled(order: Order, fill_bar) -> Position:
             f"the fill at {price} on {fill_bar.date} is beyond the stop {thesis.stop} or the target "
             f"{thesis.target}: the broker would cancel this order, not fill it"
         )
-    costs = arithmetic.order_costs(order.side, order.quantity, price)
+    costs = _order_costs(order.side, order.quantity, price)
     Order.objects.filter(pk=order.pk).update(
         status=Order.Status.FILLED,
         fill_price=price,
@@ -331,7 +336,7 @@ def _daily_passes(position: Position, held: Sequence) -> Position:
     for sessions_held, bar in enumerate(held):
         signal = None
         if sessions_held:  # the levels watch from the session after the fill
-            signal = arithmetic.check_exit(
+            signal = check_exit(
                 direction=position.direction,
                 stop=position.stop,
                 target=position.target,
@@ -345,7 +350,7 @@ def _daily_passes(position: Position, held: Sequence) -> Position:
         if signal is not None:
             PositionMark.objects.bulk_create(marks)
             return _close(position, reference=signal.price, on=bar.date, reason=signal.reason)
-        pnl = arithmetic.mark(
+        pnl = mark(
             direction=position.direction,
             quantity=position.quantity,
             entry_price=position.entry_price,
@@ -361,41 +366,24 @@ def _daily_passes(position: Position, held: Sequence) -> Position:
     return position
 
 
+def _order_costs(side: str, quantity: int, price: Decimal) -> CostBreakdown:
+    """The broker's cost breakdown under the desk's configured cost model."""
+    return order_costs(as_side(side), quantity, price, cost_model())
+
+
 def _close(position: Position, *, reference: Decimal, on: dt.date, reason: str, comment: str = "") -> Position:
-    """As ``position_close``: the exit fills ``reference`` with the desk's slippage, pays its costs,
-    books the realised profit and returns the money to the account."""
-    side = arithmetic.exit_side(position.direction)
-    price = arithmetic.fill_price(
-        side=side, reference=reference, slippage_bps=desk_slippage_bps(), tick=position.instrument.tick_size
+    """Through the broker's own ``position_close``: the exit fills ``reference`` with the desk's
+    slippage, pays its costs, books the realised profit and returns the money to the account. No
+    review is queued (``on_close`` is a no-op): the factories write no reviews."""
+    price = fill_price(
+        side=exit_side(position.direction),
+        reference=reference,
+        slippage_bps=desk_slippage_bps(),
+        tick=position.instrument.tick_size,
     )
-    costs = arithmetic.order_costs(side, position.quantity, price)
-    pnl = arithmetic.realised_pnl(
-        direction=position.direction,
-        quantity=position.quantity,
-        entry_price=position.entry_price,
-        exit_price=price,
-        entry_costs=position.entry_costs,
-        exit_costs=costs.total,
+    return position_close(
+        position=position, price=price, on=on, reason=reason, comment=comment, on_close=lambda _closed: None
     )
-    gross = arithmetic.mark(
-        direction=position.direction, quantity=position.quantity, entry_price=position.entry_price, mark_price=price
-    )
-    Position.objects.filter(pk=position.pk).update(
-        status=Position.Status.CLOSED,
-        exit_price=price,
-        exit_costs=costs.total,
-        closed_on=on,
-        exit_reason=reason,
-        exit_comment=comment,
-        realised_pnl=pnl,
-        last_mark=price,
-        unrealised_pnl=Decimal(0),
-    )
-    Account.objects.filter(pk=position.account_id).update(
-        cash=F("cash") + position.entry_price * position.quantity + gross - costs.total
-    )
-    position.refresh_from_db()
-    return position
 
 
 class PositionFactory(factory.Factory):

@@ -22,8 +22,8 @@ import factory
 from django.utils import timezone
 from factory.django import DjangoModelFactory
 
-from tests.factories import arithmetic
 from trading.models import DailyBar, Instrument
+from vocabulary.ticks import round_to_tick
 
 # A Monday, far enough before today for a year of sessions and more.
 DEFAULT_START = dt.date(2025, 1, 6)
@@ -186,9 +186,9 @@ def bars_for(
         close = _on_tick(path.closes[index], tick)
         open_ = _on_tick(path.open_of(index, previous), tick)
         upper, lower = Decimal(str(round(rng.uniform(0, wick), 4))), Decimal(str(round(rng.uniform(0, wick), 4)))
-        high = arithmetic.round_to_tick(max(open_, close) * (1 + upper / HUNDRED), tick, mode="up")
+        high = round_to_tick(max(open_, close) * (1 + upper / HUNDRED), tick, mode="up")
         # Never below a tick: a price must stay positive, and open and close are at least a tick.
-        low = max(arithmetic.round_to_tick(min(open_, close) * (1 - lower / HUNDRED), tick, mode="down"), tick)
+        low = max(round_to_tick(min(open_, close) * (1 - lower / HUNDRED), tick, mode="down"), tick)
         bars.append(
             DailyBar(
                 instrument=instrument,
@@ -206,7 +206,7 @@ def bars_for(
 
 
 def _on_tick(price: Decimal, tick: Decimal) -> Decimal:
-    rounded = arithmetic.round_to_tick(price, tick)
+    rounded = round_to_tick(price, tick)
     if rounded <= 0:
         raise ValueError(f"{price} rounds to {rounded} on a tick of {tick}: prices must stay above a tick")
     return rounded
