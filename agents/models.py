@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from django.core.validators import RegexValidator
 from django.db import models
+from simple_history.models import HistoricalRecords
 
 
 class ModelCall(models.Model):
@@ -51,6 +53,9 @@ class MemoryEntry(models.Model):
         db_index=True,
         help_text='who recalls it: "live" (every live run), or "replay:<account id>" (that replay\'s runs only)',
     )
+    weight = models.FloatField(
+        default=1.0, help_text="retrieval weight: hindsight from a position retrospective raises it (1.5)"
+    )
 
     class Meta:
         ordering = ["id"]
@@ -58,3 +63,68 @@ class MemoryEntry(models.Model):
 
     def __str__(self) -> str:
         return f"[{self.kind}] {self.symbol}: {self.text[:60]}"
+
+
+HEURISTIC_CODE_PATTERN = r"^H-[0-9]+$"
+
+
+class Heuristic(models.Model):
+    """One rule of the playbook, cited by code (``H-7``) in the agents' notes and theses.
+
+    Only *active* heuristics are offered to the agents and accepted as citations; a *candidate*
+    (proposed by a retrospective, or typed in by a person) waits for a person to activate it;
+    *demoted* and *retired* ones stay for the record. Every edit is kept in ``history``."""
+
+    class Status(models.TextChoices):
+        ACTIVE = "active"
+        CANDIDATE = "candidate"
+        DEMOTED = "demoted"
+        RETIRED = "retired"
+
+    code = models.CharField(
+        max_length=16,
+        unique=True,
+        validators=[RegexValidator(HEURISTIC_CODE_PATTERN, 'a code is "H-" and a number, e.g. H-7')],
+    )
+    text = models.TextField(help_text="the rule, as the agents read it")
+    factor = models.CharField(
+        max_length=32, blank=True, help_text="the analyst factor it speaks to (trend, momentum, news, …), if any"
+    )
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.CANDIDATE, db_index=True)
+    origin = models.CharField(
+        max_length=200, blank=True, help_text='where it came from: "seed", "admin", "retrospective #12", …'
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["code"]
+
+    def __str__(self) -> str:
+        return f"{self.code} ({self.status})"
+
+    @property
+    def number(self) -> int:
+        return int(self.code.removeprefix("H-"))
+
+
+class CalibrationFit(models.Model):
+    """An isotonic recalibration of a stated probability (an analyst role's confidence, or the
+    debate's conviction) against how often it turned out right, refit every so many samples."""
+
+    subject = models.CharField(
+        max_length=32, db_index=True, help_text='"debate" or an analyst role ("technical", "news", …)'
+    )
+    samples = models.PositiveIntegerField(help_text="resolved calls the fit was made on")
+    points = models.JSONField(help_text="the fitted map as [[confidence, rate], …], increasing")
+    ece_before = models.FloatField(help_text="expected calibration error of the stated values")
+    ece_after = models.FloatField(help_text="expected calibration error after the map (in sample)")
+    fitted_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["subject", "-fitted_at", "-id"]
+        get_latest_by = "fitted_at"
+
+    def __str__(self) -> str:
+        return f"{self.subject}: {self.samples} samples, ECE {self.ece_before:.3f} → {self.ece_after:.3f}"

@@ -61,6 +61,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "channels",
+    "simple_history",
     "trading",
     "agents",
     "reviews",
@@ -444,6 +445,52 @@ BROKER = {
 }
 if BROKER["FILL_POLICY"] not in ("next_open", "last_price"):
     raise ImproperlyConfigured("DESK_FILL_POLICY must be next_open or last_price.")
+
+# --- Retrospectives (reviews/) -------------------------------------------------------------------
+# Three horizons on their own schedules, and the events that run a review at once. Money lines of the
+# heuristic audit are counted in MONEY_UNIT (₹ by default): -1.0 means an average loss of ₹1,000.
+RETROSPECTIVE = {
+    "DAILY_ENABLED": env_bool("DESK_REVIEW_DAILY", True),
+    "WEEKLY_ENABLED": env_bool("DESK_REVIEW_WEEKLY", True),
+    "EPOCH_ENABLED": env_bool("DESK_REVIEW_EPOCH", True),
+    "EPOCH_INTERVAL_DAYS": env_int("DESK_REVIEW_EPOCH_DAYS", 30, minimum=1),
+    "POSITION_CLOSE_REVIEW": env_bool("DESK_REVIEW_POSITION_CLOSE", True),
+    # A single realised loss above this share of current equity (percent) runs a review at once.
+    "LOSS_REVIEW_THRESHOLD_PCT": env_float("DESK_REVIEW_LOSS_PCT", 5.0, minimum=0.0),
+    # Model tiers: quick for daily/weekly/position reviews, deep for epochs and testaments.
+    "REVIEW_TIER": env_str("DESK_REVIEW_TIER", "quick"),
+    "EPOCH_TIER": env_str("DESK_REVIEW_EPOCH_TIER", "deep"),
+    # Sessions after entry at which a position's PnL trajectory is read.
+    "TRAJECTORY_CHECKPOINTS": [int(x) for x in env_list("DESK_REVIEW_CHECKPOINTS", ["1", "3", "7", "14", "30"])],
+    # The heuristic audit.
+    "HEURISTIC_MIN_CITATIONS": env_int("DESK_HEURISTIC_MIN_CITATIONS", 3, minimum=1),
+    "HEURISTIC_DEMOTE_BELOW": env_str("DESK_HEURISTIC_DEMOTE_BELOW", "-1.0"),
+    "HEURISTIC_INVESTIGATE_BELOW": env_str("DESK_HEURISTIC_INVESTIGATE_BELOW", "0.5"),
+    "MONEY_UNIT": env_str("DESK_REVIEW_MONEY_UNIT", "1000"),
+    # The forecast band's split-conformal correction.
+    "RESIDUAL_BUFFER_SIZE": env_int("DESK_RESIDUAL_BUFFER", 200, minimum=1),
+    "RESIDUAL_MIN_SAMPLES": env_int("DESK_RESIDUAL_MIN_SAMPLES", 30, minimum=1),
+    "CONFORMAL_QUANTILE": env_float("DESK_CONFORMAL_QUANTILE", 0.90, minimum=0.5),
+    # Confidence calibration.
+    "CALIBRATION_MIN_SAMPLES": env_int("DESK_CALIBRATION_MIN_SAMPLES", 30, minimum=2),
+    "CALIBRATION_REFIT_INTERVAL": env_int("DESK_CALIBRATION_REFIT_EVERY", 50, minimum=1),
+    "ECE_ALARM_THRESHOLD": env_float("DESK_ECE_ALARM", 0.25, minimum=0.0),
+    # Strategic effectiveness: flagged when inaction beats the strategy in more than this share of
+    # positions for this many consecutive weekly reviews.
+    "INACTION_FLAG_SHARE": env_float("DESK_INACTION_FLAG_SHARE", 0.70, minimum=0.0),
+    "INACTION_FLAG_WEEKS": env_int("DESK_INACTION_FLAG_WEEKS", 2, minimum=1),
+    # Hindsight raises a memory's retrieval weight to this.
+    "HINDSIGHT_MEMORY_WEIGHT": env_float("DESK_HINDSIGHT_MEMORY_WEIGHT", 1.5, minimum=0.0),
+    # Evaluators read at most this many rows per review (bounded buffers).
+    "BUFFER_SIZE": env_int("DESK_REVIEW_BUFFER", 10_000, minimum=100),
+}
+CELERY_BEAT_SCHEDULE |= {
+    # After the book pass (16:30): yesterday's trading is marked before it is reviewed.
+    "review-daily": {"task": "reviews.daily_reviews", "schedule": crontab(hour=17, minute=0, day_of_week="1-5")},
+    "review-weekly": {"task": "reviews.weekly_reviews", "schedule": crontab(hour=17, minute=30, day_of_week="5")},
+    # Checked each evening; an account's epoch runs when EPOCH_INTERVAL_DAYS have passed since its last.
+    "review-epoch": {"task": "reviews.epoch_reviews", "schedule": crontab(hour=18, minute=0)},
+}
 
 LOGGING = {
     "version": 1,

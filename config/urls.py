@@ -14,6 +14,7 @@ urlpatterns = [
     # The split view serves its start-up script as a file: the Content-Security-Policy runs no inline script.
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/", include("trading.api_urls")),
+    path("api/", include("reviews.api_urls")),
     path("reviews/", include("reviews.urls")),
     path("", include("trading.urls")),
 ]

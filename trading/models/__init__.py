@@ -12,7 +12,7 @@ from trading.models.market import (
     MacroIndicator,
     NewsItem,
 )
-from trading.models.pipeline import AnalystNoteRecord, DebateRecord, PipelineRun, StageRun
+from trading.models.pipeline import AnalystNoteRecord, DebateRecord, HeuristicCitation, PipelineRun, StageRun
 from trading.models.strategies import Strategy, StrategyRun
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "FeatureSnapshot",
     "FundamentalsSnapshot",
     "Heartbeat",
+    "HeuristicCitation",
     "Instrument",
     "MacroIndicator",
     "NewsItem",

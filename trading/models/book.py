@@ -119,6 +119,9 @@ class Order(models.Model):
     placed_at = models.DateTimeField(auto_now_add=True)
     placed_on = models.DateField(help_text="the trading day the order was placed")
     fill_price = models.DecimalField(**PRICE, null=True, blank=True)
+    reference_price = models.DecimalField(
+        **PRICE, null=True, blank=True, help_text="the price the fill was taken at before slippage (open or close)"
+    )
     filled_on = models.DateField(null=True, blank=True)
     costs = models.JSONField(default=dict, blank=True)
     costs_total = models.DecimalField(max_digits=18, decimal_places=2, default=Decimal("0"))
@@ -152,6 +155,9 @@ class Position(models.Model):
     last_mark = models.DecimalField(**PRICE, null=True, blank=True)
     unrealised_pnl = models.DecimalField(max_digits=18, decimal_places=2, default=Decimal("0"))
     exit_price = models.DecimalField(**PRICE, null=True, blank=True)
+    exit_reference = models.DecimalField(
+        **PRICE, null=True, blank=True, help_text="the exit's price before slippage (stop, target, open or close)"
+    )
     exit_costs = models.DecimalField(max_digits=18, decimal_places=2, default=Decimal("0"))
     closed_on = models.DateField(null=True, blank=True)
     exit_reason = models.CharField(max_length=16, blank=True)

@@ -163,3 +163,36 @@ class DebateRecord(models.Model):
 
     def __str__(self) -> str:
         return f"run {self.run_id} {self.winner} {self.conviction}"
+
+
+class HeuristicCitation(models.Model):
+    """A playbook heuristic (``H-7``) cited by one role of one run: by an analyst's note, or by the
+    thesis (the trader's rationale, the debate). Extracted and checked by code against the playbook
+    active when the run cited it; a code that was not active is kept with ``heuristic`` empty and
+    ``accepted`` false, so a hallucinated rule is visible and never counted in the audit."""
+
+    run = models.ForeignKey(PipelineRun, on_delete=models.CASCADE, related_name="heuristic_citations")
+    role = models.CharField(max_length=16, help_text="the analyst role, or trader/bull/bear/manager")
+    note = models.ForeignKey(
+        AnalystNoteRecord, on_delete=models.CASCADE, null=True, blank=True, related_name="heuristic_citations"
+    )
+    thesis = models.ForeignKey(
+        "trading.Thesis", on_delete=models.CASCADE, null=True, blank=True, related_name="heuristic_citations"
+    )
+    code = models.CharField(max_length=16, help_text="the code as cited")
+    heuristic = models.ForeignKey(
+        "agents.Heuristic", on_delete=models.PROTECT, null=True, blank=True, related_name="citations"
+    )
+    accepted = models.BooleanField(help_text="the code named an active heuristic when it was cited")
+    cited_on = models.DateField(help_text="the run's as-of date")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "role", "code"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "role", "code"], name="citation_once_per_run_role_code")
+        ]
+        indexes = [models.Index(fields=["heuristic", "cited_on"], name="citation_by_heuristic_day")]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} {self.role} cites {self.code}{'' if self.accepted else ' (rejected)'}"

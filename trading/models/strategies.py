@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 
 from celery.schedules import crontab
+from django.conf import settings
 from django.db import models
 
 from trading.models.market import Instrument
@@ -45,6 +46,14 @@ class Strategy(models.Model):
     is_active = models.BooleanField(default=True)
     run_count = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Strategic effectiveness (the retrospective): a flag for the owner, and the strategy's end.
+    flagged_on = models.DateField(null=True, blank=True, help_text="when the weekly reviews flagged it")
+    flag_reason = models.TextField(blank=True, help_text="why it is flagged, with the figures")
+    retired_at = models.DateTimeField(null=True, blank=True)
+    retired_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    retire_reason = models.TextField(blank=True)
 
     class Meta:
         ordering = ["name"]
