@@ -8,6 +8,7 @@ the stage, so a test transaction or a SQLite write lock can never deadlock a sta
 from __future__ import annotations
 
 import datetime as dt
+import math
 import threading
 from collections.abc import Callable, Iterable
 from decimal import Decimal
@@ -139,19 +140,28 @@ def replay_lookup_for(symbol: str) -> Callable[[str], ModelReply | None]:
 
 
 class _MemoryCache:
-    """One in-process index, extended with rows added since the last look. It is rebuilt only
-    when rows it holds were deleted (a new replay of a strategy forgets the old one's lessons),
-    which one count per search detects; scopes are a filter of the search, never a rebuild."""
+    """One in-process index, extended with rows added since the last look. It is rebuilt when rows
+    it holds were deleted (a new replay of a strategy forgets the old one's lessons) or reweighted
+    (a position retrospective's hindsight raises a lesson's weight and adds its hindsight tags),
+    which one aggregate per search detects: the count and the total weight of the rows it holds.
+    Scopes are a filter of the search, never a rebuild."""
 
     def __init__(self) -> None:
         self.index: HybridIndex | None = None
         self.last_id = 0
+        self.weight_total = 0.0
         self.lock = threading.Lock()
+
+    def _held(self) -> tuple[int, float]:
+        held = MemoryEntry.objects.filter(id__lte=self.last_id).aggregate(count=Count("id"), weight=Sum("weight"))
+        return int(held["count"] or 0), float(held["weight"] or 0.0)
 
     def refresh(self) -> HybridIndex:
         with self.lock:
-            if self.index is not None and MemoryEntry.objects.filter(id__lte=self.last_id).count() != len(self.index):
-                self.index, self.last_id = None, 0
+            if self.index is not None:
+                count, weight = self._held()
+                if count != len(self.index) or not math.isclose(weight, self.weight_total, rel_tol=0, abs_tol=1e-6):
+                    self.index, self.last_id, self.weight_total = None, 0, 0.0
             if self.index is None:
                 self.index = HybridIndex()
             fresh = list(MemoryEntry.objects.filter(id__gt=self.last_id).order_by("id"))
@@ -164,17 +174,20 @@ class _MemoryCache:
                     tags={str(k): str(v) for k, v in row.tags.items()},
                     created_on=row.created_on,
                     scope=row.scope,
+                    weight=row.weight if row.weight > 0 else 1.0,
                 )
                 for row in fresh
             )
             if fresh:
                 self.last_id = fresh[-1].pk
+                self.weight_total += math.fsum(row.weight for row in fresh)
             return self.index
 
     def reset(self) -> None:
         with self.lock:
             self.index = None
             self.last_id = 0
+            self.weight_total = 0.0
 
 
 memory_cache = _MemoryCache()

@@ -481,12 +481,20 @@ RETROSPECTIVE = {
     "INACTION_FLAG_WEEKS": env_int("DESK_INACTION_FLAG_WEEKS", 2, minimum=1),
     # Hindsight raises a memory's retrieval weight to this.
     "HINDSIGHT_MEMORY_WEIGHT": env_float("DESK_HINDSIGHT_MEMORY_WEIGHT", 1.5, minimum=0.0),
+    # The model calls' bill is recorded in the price table's currency (USD): this many units of the
+    # account's currency per unit of it (e.g. "84.5"). Unset: a non-zero bill is left out, and said so.
+    "INFERENCE_RATE": env_str("DESK_INFERENCE_RATE", ""),
     # Evaluators read at most this many rows per review (bounded buffers).
     "BUFFER_SIZE": env_int("DESK_REVIEW_BUFFER", 10_000, minimum=100),
 }
 CELERY_BEAT_SCHEDULE |= {
     # After the book pass (16:30): yesterday's trading is marked before it is reviewed.
     "review-daily": {"task": "reviews.daily_reviews", "schedule": crontab(hour=17, minute=0, day_of_week="1-5")},
+    # The isotonic recalibration of stated confidence, refit when enough new calls have resolved.
+    "review-calibration": {
+        "task": "reviews.refit_calibration",
+        "schedule": crontab(hour=17, minute=15, day_of_week="1-5"),
+    },
     "review-weekly": {"task": "reviews.weekly_reviews", "schedule": crontab(hour=17, minute=30, day_of_week="5")},
     # Checked each evening; an account's epoch runs when EPOCH_INTERVAL_DAYS have passed since its last.
     "review-epoch": {"task": "reviews.epoch_reviews", "schedule": crontab(hour=18, minute=0)},

@@ -134,6 +134,23 @@ class PriceForecast(_Frozen):
     low_price: float
     high_price: float
     band_z: float
+    # The split-conformal correction (``vocabulary.conformal``): the band the forecast's own past
+    # misses call for, ``expected_move_pct ± q`` with q the CONFORMAL_QUANTILE of the absolute
+    # residuals of past forecasts whose horizon had passed by the as-of date. Set once
+    # ``conformal_samples`` reaches RESIDUAL_MIN_SAMPLES; the low/high fields above stay the
+    # baseline's own (raw) band either way.
+    conformal_samples: int = Field(default=0, description="past residuals the correction could use")
+    conformal_scope: Literal["instrument", "universe"] | None = None
+    conformal_half_width_pct: float | None = None
+    conformal_low_move_pct: float | None = None
+    conformal_high_move_pct: float | None = None
+    conformal_low_price: float | None = None
+    conformal_high_price: float | None = None
+
+    @property
+    def corrected(self) -> bool:
+        """True when the conformal band replaces the raw one."""
+        return self.conformal_low_move_pct is not None and self.conformal_high_move_pct is not None
 
 
 class MacroReading(_Frozen):

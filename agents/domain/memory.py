@@ -8,7 +8,10 @@ computed over the same candidates and fused:
 - cosine similarity of hashed dense vectors (signed feature hashing of unigrams and bigrams,
   L2-normalised), which rewards shared phrasing such as "volume confirmation" over loose words.
 
-The rankings are fused with Reciprocal Rank Fusion, ``1/(60 + bm25_rank) + 1/(60 + dense_rank)``.
+The rankings are fused with Reciprocal Rank Fusion, ``1/(60 + bm25_rank) + 1/(60 + dense_rank)``,
+and the fused score is multiplied by the record's ``weight`` (1.0 unless hindsight raised it: a
+position retrospective sets 1.5 on the lesson it re-read), so of two equally relevant records the
+weightier comes first. The ranks themselves are unweighted.
 
 Rules the callers rely on:
 
@@ -76,6 +79,11 @@ class MemoryRecord:
     tags: dict[str, str] = field(hash=False)  # a dict cannot be hashed; the id identifies the record
     created_on: date
     scope: str = LIVE_SCOPE  # "live", or replay_scope(account id) for a replay's own lessons
+    weight: float = 1.0  # retrieval weight: multiplies the fused score; hindsight raises it
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.weight, int | float) and math.isfinite(self.weight) and self.weight > 0):
+            raise ValueError(f"memory record {self.id}: weight must be a positive number, got {self.weight!r}")
 
 
 def replay_scope(account_id: int) -> str:
@@ -86,7 +94,7 @@ def replay_scope(account_id: int) -> str:
 @dataclass(frozen=True)
 class MemoryHit:
     record: MemoryRecord
-    score: float  # the fused RRF score
+    score: float  # the fused RRF score times the record's weight
     bm25_rank: int  # 1-based, among this query's candidates
     dense_rank: int  # 1-based, among this query's candidates
 
@@ -234,6 +242,7 @@ class HybridIndex:
         self._scopes = _GrowableArray(np.int64)  # a small code per scope name, for scopes
         self._scope_codes: dict[str, int] = {}
         self._lengths = _GrowableArray(np.float64)
+        self._weights = _GrowableArray(np.float64)
         self._total_length = 0
         self._postings: dict[str, _Postings] = {}
         self._vectors = np.zeros((dimensions, _INITIAL_CAPACITY), dtype=np.float32)
@@ -259,6 +268,7 @@ class HybridIndex:
         self._days.append(record.created_on.toordinal())
         self._scopes.append(self._scope_codes.setdefault(record.scope, len(self._scope_codes)))
         self._lengths.append(len(tokens))
+        self._weights.append(record.weight)
         self._total_length += len(tokens)
 
     def add_many(self, records: Iterable[MemoryRecord]) -> None:
@@ -283,7 +293,7 @@ class HybridIndex:
         if len(rows) == 0:
             return []
         dense = self._cosines(hashed_vector(fields, self.dimensions), rows)
-        fused = fuse_rankings(bm25, dense, self._ids.view()[rows], k)
+        fused = fuse_rankings(bm25, dense, self._ids.view()[rows], k, weights=self._weights.view()[rows])
         return [
             MemoryHit(
                 record=self._records[rows[best.position]],
@@ -389,43 +399,63 @@ class FusedRank:
     second_rank: int
 
 
-def fuse_rankings(first: np.ndarray, second: np.ndarray, ids: np.ndarray, k: int) -> list[FusedRank]:
+def fuse_rankings(
+    first: np.ndarray, second: np.ndarray, ids: np.ndarray, k: int, *, weights: np.ndarray | None = None
+) -> list[FusedRank]:
     """The k best candidates by Reciprocal Rank Fusion of two score arrays, best first.
 
     Each array ranks the candidates higher score first, ties to the lower id; a candidate's fused
-    score is ``1/(RRF_K + first_rank) + 1/(RRF_K + second_rank)``, ties again to the lower id.
+    score is ``w · (1/(RRF_K + first_rank) + 1/(RRF_K + second_rank))``, with ``w`` its entry of
+    ``weights`` (positive; 1 for every candidate when None), ties again to the lower id.
 
     The result is exactly that of ranking every candidate in both lists, but large candidate sets
     (a query with "long" in it touches half the index) are not fully sorted. Only the head of each
-    list is: ``depth = RRF_K + 2k`` places. A candidate outside both heads scores at most
-    ``2/(RRF_K + depth + 1)``, which is below ``1/(RRF_K + k)``, less than each of the first
-    list's top k already scores, so it cannot make the cut. For candidates in one head only,
-    the other rank is bounded (deeper than the head), and it is counted exactly only for those
-    whose best case could still reach the k-th best worst case.
+    list is: ``depth = ⌈2·(w_max/w_min)·(RRF_K + k)⌉ − RRF_K`` places (``RRF_K + 2k`` when every
+    weight is equal). A candidate outside both heads scores at most ``w_max · 2/(RRF_K + depth + 1)``,
+    which is below ``w_min/(RRF_K + k)``, less than each of the first list's top k already scores,
+    so it cannot make the cut. For candidates in one head only, the other rank is bounded (deeper
+    than the head), and it is counted exactly only for those whose best case could still reach the
+    k-th best worst case.
     """
-    depth = RRF_K + 2 * k
+    weight = np.ones(len(ids)) if weights is None else np.asarray(weights, dtype=np.float64)
+    if len(weight) != len(ids) or (len(weight) and not (np.all(np.isfinite(weight)) and weight.min() > 0)):
+        raise ValueError("weights must be one positive finite number per candidate")
+    depth = _head_depth(weight, k)
     if len(ids) <= 4 * depth:
-        return _fuse_every_candidate(first, second, ids, k)
+        return _fuse_every_candidate(first, second, ids, k, weight)
     first_ranks = _head_ranks(first, ids, depth)
     second_ranks = _head_ranks(second, ids, depth)
-    contenders = _contenders(first_ranks, second_ranks, len(ids), depth, k)
+    contenders = _contenders(first_ranks, second_ranks, len(ids), depth, k, weight)
     fused = []
     for position in contenders:
         first_rank = first_ranks.get(position) or _rank_of(first, ids, position)
         second_rank = second_ranks.get(position) or _rank_of(second, ids, position)
-        fused.append(FusedRank(position, _rrf(first_rank) + _rrf(second_rank), first_rank, second_rank))
+        score = float(weight[position]) * (_rrf(first_rank) + _rrf(second_rank))
+        fused.append(FusedRank(position, score, first_rank, second_rank))
     fused.sort(key=lambda candidate: (-candidate.score, int(ids[candidate.position])))
     return fused[:k]
+
+
+def _head_depth(weight: np.ndarray, k: int) -> int:
+    """How deep each list's head must go for the cut to be exact (see ``fuse_rankings``)."""
+    if len(weight) == 0:
+        return RRF_K + 2 * k
+    spread = float(weight.max()) / float(weight.min())
+    if spread == 1.0:
+        return RRF_K + 2 * k
+    return math.ceil(2 * spread * (RRF_K + k)) - RRF_K
 
 
 def _rrf(rank: int) -> float:
     return 1.0 / (RRF_K + rank)
 
 
-def _fuse_every_candidate(first: np.ndarray, second: np.ndarray, ids: np.ndarray, k: int) -> list[FusedRank]:
+def _fuse_every_candidate(
+    first: np.ndarray, second: np.ndarray, ids: np.ndarray, k: int, weight: np.ndarray
+) -> list[FusedRank]:
     first_ranks = _ranks(first, ids)
     second_ranks = _ranks(second, ids)
-    scores = 1.0 / (RRF_K + first_ranks) + 1.0 / (RRF_K + second_ranks)
+    scores = weight * (1.0 / (RRF_K + first_ranks) + 1.0 / (RRF_K + second_ranks))
     best = np.lexsort((ids, -scores))[:k]
     return [
         FusedRank(int(position), float(scores[position]), int(first_ranks[position]), int(second_ranks[position]))
@@ -454,16 +484,24 @@ def _head_ranks(scores: np.ndarray, ids: np.ndarray, depth: int) -> dict[int, in
     return {int(position): rank for rank, position in enumerate(ordered, start=1)}
 
 
-def _contenders(first_ranks: dict[int, int], second_ranks: dict[int, int], count: int, depth: int, k: int) -> list[int]:
+def _contenders(
+    first_ranks: dict[int, int], second_ranks: dict[int, int], count: int, depth: int, k: int, weight: np.ndarray
+) -> list[int]:
     """Head members whose best possible fused score reaches the k-th best worst case.
 
-    A rank missing from a head lies between ``depth + 1`` and ``count``. Float division and
-    addition are monotonic, so the float bounds hold for the float scores computed later.
+    A rank missing from a head lies between ``depth + 1`` and ``count``. Float division, addition
+    and multiplication by a positive weight are monotonic, so the float bounds hold for the float
+    scores computed later.
     """
     union = sorted(first_ranks.keys() | second_ranks.keys())
-    lows = [_rrf(first_ranks.get(position, count)) + _rrf(second_ranks.get(position, count)) for position in union]
+    lows = [
+        float(weight[position]) * (_rrf(first_ranks.get(position, count)) + _rrf(second_ranks.get(position, count)))
+        for position in union
+    ]
     highs = [
-        _rrf(first_ranks.get(position, depth + 1)) + _rrf(second_ranks.get(position, depth + 1)) for position in union
+        float(weight[position])
+        * (_rrf(first_ranks.get(position, depth + 1)) + _rrf(second_ranks.get(position, depth + 1)))
+        for position in union
     ]
     floor = sorted(lows, reverse=True)[k - 1]
     return [position for position, high in zip(union, highs, strict=True) if high >= floor]

@@ -16,18 +16,22 @@ def rescope_replay_lessons(apps, schema_editor) -> None:
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('agents', '0001_initial'),
-        ('reviews', '0001_initial'),
-        ('trading', '0003_broker_positions_strategies'),
+        ("agents", "0001_initial"),
+        ("reviews", "0001_initial"),
+        ("trading", "0003_broker_positions_strategies"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='memoryentry',
-            name='scope',
-            field=models.CharField(db_index=True, default='live', help_text='who recalls it: "live" (every live run), or "replay:<account id>" (that replay\'s runs only)', max_length=64),
+            model_name="memoryentry",
+            name="scope",
+            field=models.CharField(
+                db_index=True,
+                default="live",
+                help_text='who recalls it: "live" (every live run), or "replay:<account id>" (that replay\'s runs only)',
+                max_length=64,
+            ),
         ),
         migrations.RunPython(rescope_replay_lessons, migrations.RunPython.noop),
     ]

@@ -8,72 +8,161 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('agents', '0002_memory_entry_scope'),
+        ("agents", "0002_memory_entry_scope"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='CalibrationFit',
+            name="CalibrationFit",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('subject', models.CharField(db_index=True, help_text='"debate" or an analyst role ("technical", "news", …)', max_length=32)),
-                ('samples', models.PositiveIntegerField(help_text='resolved calls the fit was made on')),
-                ('points', models.JSONField(help_text='the fitted map as [[confidence, rate], …], increasing')),
-                ('ece_before', models.FloatField(help_text='expected calibration error of the stated values')),
-                ('ece_after', models.FloatField(help_text='expected calibration error after the map (in sample)')),
-                ('fitted_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "subject",
+                    models.CharField(
+                        db_index=True, help_text='"debate" or an analyst role ("technical", "news", …)', max_length=32
+                    ),
+                ),
+                ("samples", models.PositiveIntegerField(help_text="resolved calls the fit was made on")),
+                ("points", models.JSONField(help_text="the fitted map as [[confidence, rate], …], increasing")),
+                ("ece_before", models.FloatField(help_text="expected calibration error of the stated values")),
+                ("ece_after", models.FloatField(help_text="expected calibration error after the map (in sample)")),
+                ("fitted_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['subject', '-fitted_at', '-id'],
-                'get_latest_by': 'fitted_at',
+                "ordering": ["subject", "-fitted_at", "-id"],
+                "get_latest_by": "fitted_at",
             },
         ),
         migrations.CreateModel(
-            name='Heuristic',
+            name="Heuristic",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('code', models.CharField(max_length=16, unique=True, validators=[django.core.validators.RegexValidator('^H-[0-9]+$', 'a code is "H-" and a number, e.g. H-7')])),
-                ('text', models.TextField(help_text='the rule, as the agents read it')),
-                ('factor', models.CharField(blank=True, help_text='the analyst factor it speaks to (trend, momentum, news, …), if any', max_length=32)),
-                ('status', models.CharField(choices=[('active', 'Active'), ('candidate', 'Candidate'), ('demoted', 'Demoted'), ('retired', 'Retired')], db_index=True, default='candidate', max_length=16)),
-                ('origin', models.CharField(blank=True, help_text='where it came from: "seed", "admin", "retrospective #12", …', max_length=200)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "code",
+                    models.CharField(
+                        max_length=16,
+                        unique=True,
+                        validators=[
+                            django.core.validators.RegexValidator("^H-[0-9]+$", 'a code is "H-" and a number, e.g. H-7')
+                        ],
+                    ),
+                ),
+                ("text", models.TextField(help_text="the rule, as the agents read it")),
+                (
+                    "factor",
+                    models.CharField(
+                        blank=True,
+                        help_text="the analyst factor it speaks to (trend, momentum, news, …), if any",
+                        max_length=32,
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("active", "Active"),
+                            ("candidate", "Candidate"),
+                            ("demoted", "Demoted"),
+                            ("retired", "Retired"),
+                        ],
+                        db_index=True,
+                        default="candidate",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "origin",
+                    models.CharField(
+                        blank=True,
+                        help_text='where it came from: "seed", "admin", "retrospective #12", …',
+                        max_length=200,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'ordering': ['code'],
+                "ordering": ["code"],
             },
         ),
         migrations.AddField(
-            model_name='memoryentry',
-            name='weight',
-            field=models.FloatField(default=1.0, help_text='retrieval weight: hindsight from a position retrospective raises it (1.5)'),
+            model_name="memoryentry",
+            name="weight",
+            field=models.FloatField(
+                default=1.0, help_text="retrieval weight: hindsight from a position retrospective raises it (1.5)"
+            ),
         ),
         migrations.CreateModel(
-            name='HistoricalHeuristic',
+            name="HistoricalHeuristic",
             fields=[
-                ('id', models.BigIntegerField(auto_created=True, blank=True, db_index=True, verbose_name='ID')),
-                ('code', models.CharField(db_index=True, max_length=16, validators=[django.core.validators.RegexValidator('^H-[0-9]+$', 'a code is "H-" and a number, e.g. H-7')])),
-                ('text', models.TextField(help_text='the rule, as the agents read it')),
-                ('factor', models.CharField(blank=True, help_text='the analyst factor it speaks to (trend, momentum, news, …), if any', max_length=32)),
-                ('status', models.CharField(choices=[('active', 'Active'), ('candidate', 'Candidate'), ('demoted', 'Demoted'), ('retired', 'Retired')], db_index=True, default='candidate', max_length=16)),
-                ('origin', models.CharField(blank=True, help_text='where it came from: "seed", "admin", "retrospective #12", …', max_length=200)),
-                ('created_at', models.DateTimeField(blank=True, editable=False)),
-                ('updated_at', models.DateTimeField(blank=True, editable=False)),
-                ('history_id', models.AutoField(primary_key=True, serialize=False)),
-                ('history_date', models.DateTimeField(db_index=True)),
-                ('history_change_reason', models.CharField(max_length=100, null=True)),
-                ('history_type', models.CharField(choices=[('+', 'Created'), ('~', 'Changed'), ('-', 'Deleted')], max_length=1)),
-                ('history_user', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigIntegerField(auto_created=True, blank=True, db_index=True, verbose_name="ID")),
+                (
+                    "code",
+                    models.CharField(
+                        db_index=True,
+                        max_length=16,
+                        validators=[
+                            django.core.validators.RegexValidator("^H-[0-9]+$", 'a code is "H-" and a number, e.g. H-7')
+                        ],
+                    ),
+                ),
+                ("text", models.TextField(help_text="the rule, as the agents read it")),
+                (
+                    "factor",
+                    models.CharField(
+                        blank=True,
+                        help_text="the analyst factor it speaks to (trend, momentum, news, …), if any",
+                        max_length=32,
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("active", "Active"),
+                            ("candidate", "Candidate"),
+                            ("demoted", "Demoted"),
+                            ("retired", "Retired"),
+                        ],
+                        db_index=True,
+                        default="candidate",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "origin",
+                    models.CharField(
+                        blank=True,
+                        help_text='where it came from: "seed", "admin", "retrospective #12", …',
+                        max_length=200,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(blank=True, editable=False)),
+                ("updated_at", models.DateTimeField(blank=True, editable=False)),
+                ("history_id", models.AutoField(primary_key=True, serialize=False)),
+                ("history_date", models.DateTimeField(db_index=True)),
+                ("history_change_reason", models.CharField(max_length=100, null=True)),
+                (
+                    "history_type",
+                    models.CharField(choices=[("+", "Created"), ("~", "Changed"), ("-", "Deleted")], max_length=1),
+                ),
+                (
+                    "history_user",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'historical heuristic',
-                'verbose_name_plural': 'historical heuristics',
-                'ordering': ('-history_date', '-history_id'),
-                'get_latest_by': ('history_date', 'history_id'),
+                "verbose_name": "historical heuristic",
+                "verbose_name_plural": "historical heuristics",
+                "ordering": ("-history_date", "-history_id"),
+                "get_latest_by": ("history_date", "history_id"),
             },
             bases=(simple_history.models.HistoricalChanges, models.Model),
         ),

@@ -31,6 +31,8 @@ from agents.domain.llm import (
     Tier,
     structured_call,
 )
+from agents.domain.playbook import PlaybookRule, cut_text
+from agents.roles._playbook import with_playbook
 from vocabulary.features import FeatureBundle
 
 T = TypeVar("T", bound=BaseModel)
@@ -125,8 +127,11 @@ def build_request(
     *,
     memory_block: str,
     tier: Tier = "default",
+    playbook: Sequence[PlaybookRule] = (),
 ) -> ModelRequest:
-    """One role's request: its sections joined (empty ones dropped), past notes fenced in front."""
+    """One role's request: its sections joined (empty ones dropped), past notes fenced in front, and
+    the active playbook (when there is one) before the task line and in the evidence."""
+    sections, evidence = with_playbook(sections, evidence, playbook)
     body = "\n\n".join(section for section in sections if section)
     return ModelRequest(
         role=role,
@@ -169,7 +174,7 @@ def clamp(value: float, low: float = -1.0, high: float = 1.0) -> float:
 def short(text: str, limit: int = MAX_POINT_CHARS) -> str:
     """Whitespace flattened and cut to ``limit`` characters, so a rule's text always fits its field."""
     flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return flat if len(flat) <= limit else cut_text(flat, limit - 1) + "…"
 
 
 def lean(stance: float) -> str:
@@ -249,4 +254,4 @@ def first_sentence(text: str) -> str:
 
 def clip(text: str, limit: int = MAX_POINT_CHARS) -> str:
     """Cut to ``limit`` characters, whitespace kept: for lines code writes into a schema's field."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return text if len(text) <= limit else cut_text(text, limit - 1) + "…"

@@ -14,6 +14,7 @@ from pydantic import Field
 
 from agents.domain.hygiene import fence
 from agents.domain.llm import Budget, ModelChoice, ModelRequest, NullRecorder, Recorder, RetryPolicy
+from agents.domain.playbook import PlaybookRule
 from agents.roles._base import (
     Evidence,
     Point,
@@ -33,6 +34,7 @@ from agents.roles._base import (
     signed,
 )
 from agents.roles._panel_view import debate_panel, dump_notes, leaning, note_line, note_numbers, panel_points, voting
+from agents.roles._playbook import codes_cited, note_drivers, with_codes
 from agents.roles.analysts import AnalystNote
 from agents.roles.anchors import without_forecast_anchors
 from agents.roles.researchers import BearCase, BullCase, case_lines
@@ -69,6 +71,7 @@ def manager_request(
     *,
     anchors: Mapping[str, float | int | None] | None = None,
     memory_block: str = "",
+    playbook: Sequence[PlaybookRule] = (),
 ) -> ModelRequest:
     """All notes and both rebutted cases; the levels (when given) let falsifiers cite real prices.
     Forecast anchors are dropped here: the forecast is the technical analyst's and the trader's."""
@@ -92,7 +95,15 @@ def manager_request(
         "anchors": levels,
     }
     return build_request(
-        "manager", JOB, symbol, DebateResult, sections, evidence, memory_block=memory_block, tier="deep"
+        "manager",
+        JOB,
+        symbol,
+        DebateResult,
+        sections,
+        evidence,
+        memory_block=memory_block,
+        tier="deep",
+        playbook=playbook,
     )
 
 
@@ -146,12 +157,14 @@ def manager_result(symbol: str, evidence: Evidence) -> DebateResult:
         f"{len(agreeing)} agreeing. {short(winning['argument'], 600)}"
     )
     disagreements = [f"Dissent: {note_line(note)}" for note in dissent] or [f"No voting analyst opposes {winner}."]
+    # The playbook's rules tied to what drove the winning side, and to the dissent when there is one.
+    drivers = [driver for note in agreeing for driver in note_drivers(note)] + (["dissent"] if dissent else [])
     return DebateResult(
         symbol=symbol,
         winner=winner,  # type: ignore[arg-type]
         conviction=conviction,
         proposed_conviction=conviction,
-        manager_rationale=short(rationale, 1000),
+        manager_rationale=with_codes(short(rationale, 1000), codes_cited(evidence, drivers), 1000),
         key_disagreements=[short(point) for point in disagreements][:8],
         falsifiers=_falsifiers(winner, evidence.get("anchors") or {}, notes, dissent)[:8],
         rebuttals=[f"bull: {short(bull['argument'], 380)}", f"bear: {short(bear['argument'], 380)}"],
@@ -169,6 +182,7 @@ def judge(
     *,
     anchors: Mapping[str, float | int | None] | None = None,
     memory_block: str = "",
+    playbook: Sequence[PlaybookRule] = (),
     recorder: Recorder | None = None,
     budget: Budget | None = None,
     retry: RetryPolicy | None = None,
@@ -176,7 +190,7 @@ def judge(
     """The research manager on the deep tier. The model's conviction is kept in both fields; the
     orchestrator calibrates ``conviction`` afterwards and leaves ``proposed_conviction`` for audit.
     ``rebuttals`` records which cases were judged, so code writes it from those cases."""
-    request = manager_request(notes, bull, bear, anchors=anchors, memory_block=memory_block)
+    request = manager_request(notes, bull, bear, anchors=anchors, memory_block=memory_block, playbook=playbook)
     result, _ = ask(
         choice,
         request,

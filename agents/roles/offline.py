@@ -19,6 +19,7 @@ from agents.roles._base import OFFLINE_MODEL, OFFLINE_PROVIDER, Evidence
 from agents.roles.analysts import fundamental_note, news_note, self_critique, sentiment_note, technical_note
 from agents.roles.manager import manager_result
 from agents.roles.researchers import bear_case, bear_rebuttal, bull_case, bull_rebuttal
+from agents.roles.retrospective import narrative_draft
 from agents.roles.reviewer import reviewer_draft
 from agents.roles.trader import trader_thesis
 
@@ -38,6 +39,7 @@ _RULES: dict[str, Callable[[str, Evidence], BaseModel]] = {
     "trader": trader_thesis,
     "self_critique": self_critique,
     "reviewer": reviewer_draft,
+    "retrospective": narrative_draft,
 }
 
 

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 
 from agents.domain.hygiene import fence
 from agents.domain.llm import Budget, ModelChoice, ModelRequest, NullRecorder, Recorder, RetryPolicy, StageFailed
+from agents.domain.playbook import PlaybookRule
 from agents.roles._base import (
     Evidence,
     Point,
@@ -41,6 +42,7 @@ from agents.roles._panel_view import (
     panel_points,
     voting,
 )
+from agents.roles._playbook import codes_cited, note_drivers, with_codes
 from agents.roles.analysts import AnalystNote
 from vocabulary.features import FeatureBundle
 
@@ -56,6 +58,9 @@ JOBS: dict[str, str] = {
         "bull's strongest points directly."
     ),
 }
+
+
+ARGUMENT_LIMIT = 1000  # the schema's limit on an argument
 
 
 class BullCase(RoleOutput):
@@ -76,7 +81,12 @@ class BearCase(RoleOutput):
 
 
 def case_request(
-    side: Side, notes: Sequence[AnalystNote], bundle: FeatureBundle, *, memory_block: str = ""
+    side: Side,
+    notes: Sequence[AnalystNote],
+    bundle: FeatureBundle,
+    *,
+    memory_block: str = "",
+    playbook: Sequence[PlaybookRule] = (),
 ) -> ModelRequest:
     """Pass 1: one side's notes with their numbers, and up to two key points from every analyst."""
     panel = debate_panel(notes)
@@ -97,15 +107,29 @@ def case_request(
         "notes": dump_notes(panel),
     }
     schema: type[BaseModel] = BullCase if side == "bull" else BearCase
-    return build_request(side, JOBS[side], bundle.symbol, schema, sections, evidence, memory_block=memory_block)
+    return build_request(
+        side, JOBS[side], bundle.symbol, schema, sections, evidence, memory_block=memory_block, playbook=playbook
+    )
 
 
-def bull_request(notes: Sequence[AnalystNote], bundle: FeatureBundle, *, memory_block: str = "") -> ModelRequest:
-    return case_request("bull", notes, bundle, memory_block=memory_block)
+def bull_request(
+    notes: Sequence[AnalystNote],
+    bundle: FeatureBundle,
+    *,
+    memory_block: str = "",
+    playbook: Sequence[PlaybookRule] = (),
+) -> ModelRequest:
+    return case_request("bull", notes, bundle, memory_block=memory_block, playbook=playbook)
 
 
-def bear_request(notes: Sequence[AnalystNote], bundle: FeatureBundle, *, memory_block: str = "") -> ModelRequest:
-    return case_request("bear", notes, bundle, memory_block=memory_block)
+def bear_request(
+    notes: Sequence[AnalystNote],
+    bundle: FeatureBundle,
+    *,
+    memory_block: str = "",
+    playbook: Sequence[PlaybookRule] = (),
+) -> ModelRequest:
+    return case_request("bear", notes, bundle, memory_block=memory_block, playbook=playbook)
 
 
 def case_lines(case: BullCase | BearCase) -> list[str]:
@@ -118,7 +142,12 @@ def case_lines(case: BullCase | BearCase) -> list[str]:
 
 
 def rebuttal_request(
-    side: Side, own: BullCase | BearCase, other: BullCase | BearCase, *, memory_block: str = ""
+    side: Side,
+    own: BullCase | BearCase,
+    other: BullCase | BearCase,
+    *,
+    memory_block: str = "",
+    playbook: Sequence[PlaybookRule] = (),
 ) -> ModelRequest:
     """Pass 2: a side sees its own case and the other's, and answers the other's best points."""
     other_side = "bear" if side == "bull" else "bull"
@@ -137,15 +166,21 @@ def rebuttal_request(
     }
     role = f"{side}_rebuttal"
     schema: type[BaseModel] = BullCase if side == "bull" else BearCase
-    return build_request(role, JOBS[role], own.symbol, schema, sections, evidence, memory_block=memory_block)
+    return build_request(
+        role, JOBS[role], own.symbol, schema, sections, evidence, memory_block=memory_block, playbook=playbook
+    )
 
 
-def bull_rebuttal_request(bull: BullCase, bear: BearCase, *, memory_block: str = "") -> ModelRequest:
-    return rebuttal_request("bull", bull, bear, memory_block=memory_block)
+def bull_rebuttal_request(
+    bull: BullCase, bear: BearCase, *, memory_block: str = "", playbook: Sequence[PlaybookRule] = ()
+) -> ModelRequest:
+    return rebuttal_request("bull", bull, bear, memory_block=memory_block, playbook=playbook)
 
 
-def bear_rebuttal_request(bear: BearCase, bull: BullCase, *, memory_block: str = "") -> ModelRequest:
-    return rebuttal_request("bear", bear, bull, memory_block=memory_block)
+def bear_rebuttal_request(
+    bear: BearCase, bull: BullCase, *, memory_block: str = "", playbook: Sequence[PlaybookRule] = ()
+) -> ModelRequest:
+    return rebuttal_request("bear", bear, bull, memory_block=memory_block, playbook=playbook)
 
 
 # --- the offline rules ---------------------------------------------------------------------------
@@ -170,10 +205,12 @@ def _case(side: str, symbol: str, evidence: Evidence) -> BullCase | BearCase:
         points = [_fallback_point(side, notes)]
         argument = f"{direction} {symbol}: no analyst leans {lean}; argued from the data so the debate has two sides."
     risks = [f"{_side_words(other_side)[1].capitalize()} reading: {note_line(note)}" for note in other]
+    # The playbook's rules tied to what drove this side's notes.
+    codes = codes_cited(evidence, [driver for note in own for driver in note_drivers(note)])
     schema: type[BullCase] | type[BearCase] = BullCase if side == "bull" else BearCase
     return schema(
         symbol=symbol,
-        argument=argument,
+        argument=with_codes(argument, codes, ARGUMENT_LIMIT),
         supporting_points=[short(point) for point in points][:8],
         risks=[short(risk) for risk in risks][:8]
         or [f"No analyst argues against {direction} yet; thin evidence is itself a risk."],
@@ -234,6 +271,7 @@ def build_cases(
     bundle: FeatureBundle,
     *,
     memory_block: str = "",
+    playbook: Sequence[PlaybookRule] = (),
     recorder: Recorder | None = None,
     budget: Budget | None = None,
     retry: RetryPolicy | None = None,
@@ -243,11 +281,11 @@ def build_cases(
     validate = guard(bundle.symbol)
 
     def bull() -> BullCase:
-        request = bull_request(notes, bundle, memory_block=memory_block)
+        request = bull_request(notes, bundle, memory_block=memory_block, playbook=playbook)
         return ask(choice, request, BullCase, recorder=recorder, budget=budget, retry=retry, validate=validate)[0]
 
     def bear() -> BearCase:
-        request = bear_request(notes, bundle, memory_block=memory_block)
+        request = bear_request(notes, bundle, memory_block=memory_block, playbook=playbook)
         return ask(choice, request, BearCase, recorder=recorder, budget=budget, retry=retry, validate=validate)[0]
 
     return pair(bull, bear)
@@ -259,6 +297,7 @@ def rebut_cases(
     bear: BearCase,
     *,
     memory_block: str = "",
+    playbook: Sequence[PlaybookRule] = (),
     recorder: Recorder | None = None,
     budget: Budget | None = None,
     retry: RetryPolicy | None = None,
@@ -268,14 +307,14 @@ def rebut_cases(
     validate = guard(bull.symbol)
 
     def sharpened_bull() -> BullCase:
-        request = bull_rebuttal_request(bull, bear, memory_block=memory_block)
+        request = bull_rebuttal_request(bull, bear, memory_block=memory_block, playbook=playbook)
         try:
             return ask(choice, request, BullCase, recorder=recorder, budget=budget, retry=retry, validate=validate)[0]
         except StageFailed:
             return bull
 
     def sharpened_bear() -> BearCase:
-        request = bear_rebuttal_request(bear, bull, memory_block=memory_block)
+        request = bear_rebuttal_request(bear, bull, memory_block=memory_block, playbook=playbook)
         try:
             return ask(choice, request, BearCase, recorder=recorder, budget=budget, retry=retry, validate=validate)[0]
         except StageFailed:

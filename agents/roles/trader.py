@@ -15,6 +15,7 @@ from pydantic import Field
 
 from agents.domain.hygiene import fence
 from agents.domain.llm import Budget, ModelChoice, ModelError, ModelRequest, NullRecorder, Recorder, RetryPolicy, Tier
+from agents.domain.playbook import PlaybookRule
 from agents.roles._base import (
     Evidence,
     Point,
@@ -29,6 +30,7 @@ from agents.roles._base import (
     short,
 )
 from agents.roles._panel_view import note_numbers, ordered
+from agents.roles._playbook import codes_cited, with_codes
 from agents.roles.analysts import AnalystNote
 from agents.roles.manager import DebateResult
 from vocabulary.trade import Direction
@@ -77,6 +79,7 @@ def trader_request(
     *,
     tier: Tier = "default",
     memory_block: str = "",
+    playbook: Sequence[PlaybookRule] = (),
 ) -> ModelRequest:
     """The debate result, the deterministic anchors and every analyst's stance and confidence."""
     panel = ordered(notes)
@@ -99,7 +102,9 @@ def trader_request(
         ],
         "anchors": levels,
     }
-    return build_request("trader", JOB, symbol, TradeThesis, sections, evidence, memory_block=memory_block, tier=tier)
+    return build_request(
+        "trader", JOB, symbol, TradeThesis, sections, evidence, memory_block=memory_block, tier=tier, playbook=playbook
+    )
 
 
 # --- the offline rules ---------------------------------------------------------------------------
@@ -130,6 +135,12 @@ def trader_thesis(symbol: str, evidence: Evidence) -> TradeThesis:
     direction = debate["winner"]
     stop, target = _placeholder_levels(direction, entry, anchors.get("atr_14"))
     risks = debate.get("key_disagreements") or ["the debate named no disagreement; thin evidence is a risk"]
+    # The stop comes from the ATR (volatility); a voting analyst against the direction is dissent.
+    dissent = any(
+        not note.get("abstained") and (note["stance"] > 0 if direction == "SHORT" else note["stance"] < 0)
+        for note in evidence.get("notes", [])
+    )
+    codes = codes_cited(evidence, ["volatility", *(["dissent"] if dissent else [])])
     return TradeThesis(
         symbol=symbol,
         direction=direction,
@@ -138,9 +149,13 @@ def trader_thesis(symbol: str, evidence: Evidence) -> TradeThesis:
         target=target,
         stop=stop,
         horizon_sessions=HORIZON_SESSIONS,
-        rationale=short(
-            f"{direction} as the debate decided (conviction {fmt(debate['conviction'])}): "
-            f"{debate['manager_rationale']}",
+        rationale=with_codes(
+            short(
+                f"{direction} as the debate decided (conviction {fmt(debate['conviction'])}): "
+                f"{debate['manager_rationale']}",
+                1000,
+            ),
+            codes,
             1000,
         ),
         invalidation_conditions=[short(point) for point in debate.get("falsifiers", [])][:8],
@@ -160,6 +175,7 @@ def propose_thesis(
     *,
     other_symbols: Collection[str] = (),
     memory_block: str = "",
+    playbook: Sequence[PlaybookRule] = (),
     recorder: Recorder | None = None,
     budget: Budget | None = None,
     retry: RetryPolicy | None = None,
@@ -167,7 +183,7 @@ def propose_thesis(
     """The trader; a high-conviction debate earns the deep model. With ``other_symbols`` (the rest
     of the universe) the thesis text may not name another instrument either."""
     tier: Tier = "deep" if debate.conviction >= DEEP_CONVICTION else "default"
-    request = trader_request(debate, notes, anchors, tier=tier, memory_block=memory_block)
+    request = trader_request(debate, notes, anchors, tier=tier, memory_block=memory_block, playbook=playbook)
     thesis, _ = ask(
         choice,
         request,

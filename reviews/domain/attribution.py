@@ -290,6 +290,9 @@ def _risk_adjusted(net: Decimal, max_drawdown: Decimal | None) -> Decimal | None
 
 # The checks a ClosedTrade passes when it is built.
 
+# The cost model's lines, read once (``dataclasses.fields`` is slow enough to show per trade).
+_COST_LINES: tuple[str, ...] = tuple(field.name for field in fields(CostBreakdown))
+
 
 def _check_closed_trade(trade: ClosedTrade) -> None:
     name = trade.name
@@ -322,11 +325,11 @@ def _check_paise(value: object, label: str) -> None:
 def _check_costs(costs: CostBreakdown, label: str) -> None:
     if not isinstance(costs, CostBreakdown):
         raise AttributionInputError(f"{label} must be a CostBreakdown, got {type(costs).__name__}")
-    for field in fields(CostBreakdown):
-        value = getattr(costs, field.name)
-        _check_paise(value, f"{label}: {field.name}")
+    for name in _COST_LINES:
+        value = getattr(costs, name)
+        _check_paise(value, f"{label}: {name}")
         if value < 0:
-            raise AttributionInputError(f"{label}: {field.name} must not be negative, got {value}")
+            raise AttributionInputError(f"{label}: {name} must not be negative, got {value}")
 
 
 def _check_fill(side: Side, fill: Decimal, reference: Decimal, label: str) -> None:

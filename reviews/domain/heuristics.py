@@ -22,11 +22,14 @@ capital H as the playbook writes it. ``h-7`` is not a citation; ``H-7`` is not f
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Literal
+
+# The citation's reading belongs to the playbook the agents cite (agents.domain.playbook); the audit
+# re-exports it so one module answers "which rules did these trades cite, and what did they pay".
+from agents.domain.playbook import HEURISTIC_CODE, extract_citations
 
 __all__ = [
     "HEURISTIC_CODE",
@@ -41,9 +44,6 @@ __all__ = [
 ]
 
 Recommendation = Literal["KEEP", "DEMOTE", "INVESTIGATE", "INSUFFICIENT_DATA"]
-
-# H, a hyphen and ASCII digits, not glued to a letter, digit or underscore on either side.
-HEURISTIC_CODE = re.compile(r"(?<!\w)H-[0-9]+(?!\w)")
 
 PAISE = Decimal("0.01")
 RATE = Decimal("0.0001")
@@ -141,15 +141,6 @@ def recommend(citations: int, average_pnl: Decimal | None, settings: AuditSettin
     if average_pnl < settings.investigate_line:
         return "INVESTIGATE"
     return "KEEP"
-
-
-def extract_citations(text: str, active_codes: Collection[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The heuristic codes ``text`` cites, each once in order of first mention, split into those in
-    the active playbook (``active_codes``) and those that are not (retired, or never written)."""
-    seen = dict.fromkeys(HEURISTIC_CODE.findall(text))
-    valid = tuple(code for code in seen if code in active_codes)
-    unknown = tuple(code for code in seen if code not in active_codes)
-    return valid, unknown
 
 
 def outcomes_by_heuristic(

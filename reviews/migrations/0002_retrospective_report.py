@@ -5,40 +5,99 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('reviews', '0001_initial'),
-        ('trading', '0016_reference_prices_citations_strategy_flags'),
+        ("reviews", "0001_initial"),
+        ("trading", "0016_reference_prices_citations_strategy_flags"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='RetrospectiveReport',
+            name="RetrospectiveReport",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('trigger_key', models.CharField(max_length=120, unique=True)),
-                ('horizon', models.CharField(choices=[('daily', 'Daily'), ('weekly', 'Weekly'), ('epoch', 'Epoch'), ('position', 'position retrospective'), ('loss', 'loss review'), ('testament', 'Testament')], db_index=True, max_length=16)),
-                ('period_start', models.DateField()),
-                ('period_end', models.DateField()),
-                ('status', models.CharField(choices=[('running', 'Running'), ('ready', 'Ready'), ('failed', 'Failed')], db_index=True, default='running', max_length=8)),
-                ('hard', models.JSONField(blank=True, default=dict, help_text='computed by code: attribution, accuracy, actions, …')),
-                ('narrative', models.JSONField(blank=True, default=dict, help_text="the model's reading of the hard part")),
-                ('ungrounded', models.JSONField(blank=True, default=list, help_text='numbers the narrative cites that the hard part does not hold')),
-                ('confidence', models.DecimalField(blank=True, decimal_places=4, max_digits=5, null=True)),
-                ('model_used', models.CharField(blank=True, max_length=200)),
-                ('tier', models.CharField(blank=True, max_length=8)),
-                ('error', models.TextField(blank=True)),
-                ('attempts', models.PositiveSmallIntegerField(default=0)),
-                ('is_replay', models.BooleanField(default=False)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('account', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='retrospectives', to='trading.account')),
-                ('position', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='retrospectives', to='trading.position')),
-                ('strategy', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='retrospectives', to='trading.strategy')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("trigger_key", models.CharField(max_length=120, unique=True)),
+                (
+                    "horizon",
+                    models.CharField(
+                        choices=[
+                            ("daily", "Daily"),
+                            ("weekly", "Weekly"),
+                            ("epoch", "Epoch"),
+                            ("position", "position retrospective"),
+                            ("loss", "loss review"),
+                            ("testament", "Testament"),
+                        ],
+                        db_index=True,
+                        max_length=16,
+                    ),
+                ),
+                ("period_start", models.DateField()),
+                ("period_end", models.DateField()),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("running", "Running"), ("ready", "Ready"), ("failed", "Failed")],
+                        db_index=True,
+                        default="running",
+                        max_length=8,
+                    ),
+                ),
+                (
+                    "hard",
+                    models.JSONField(
+                        blank=True, default=dict, help_text="computed by code: attribution, accuracy, actions, …"
+                    ),
+                ),
+                (
+                    "narrative",
+                    models.JSONField(blank=True, default=dict, help_text="the model's reading of the hard part"),
+                ),
+                (
+                    "ungrounded",
+                    models.JSONField(
+                        blank=True,
+                        default=list,
+                        help_text="numbers the narrative cites that the hard part does not hold",
+                    ),
+                ),
+                ("confidence", models.DecimalField(blank=True, decimal_places=4, max_digits=5, null=True)),
+                ("model_used", models.CharField(blank=True, max_length=200)),
+                ("tier", models.CharField(blank=True, max_length=8)),
+                ("error", models.TextField(blank=True)),
+                ("attempts", models.PositiveSmallIntegerField(default=0)),
+                ("is_replay", models.BooleanField(default=False)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "account",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="retrospectives", to="trading.account"
+                    ),
+                ),
+                (
+                    "position",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="retrospectives",
+                        to="trading.position",
+                    ),
+                ),
+                (
+                    "strategy",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="retrospectives",
+                        to="trading.strategy",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-period_end', '-id'],
-                'indexes': [models.Index(fields=['account', 'horizon', '-period_end'], name='retro_latest_by_horizon')],
+                "ordering": ["-period_end", "-id"],
+                "indexes": [models.Index(fields=["account", "horizon", "-period_end"], name="retro_latest_by_horizon")],
             },
         ),
     ]

@@ -194,7 +194,7 @@ def test_anonymous_is_sent_to_log_in(client) -> None:
 def test_the_top_navigation_links_to_it(client, viewer) -> None:
     client.force_login(viewer)
     body = client.get(reverse("portfolio")).content.decode()
-    assert f'<a href="{URL}">Reviews</a>' in body
+    assert f'<a href="{URL}">Performance</a>' in body
     assert reverse("performance") == URL
 
 

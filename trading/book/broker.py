@@ -123,6 +123,7 @@ def order_try_fill(*, order: Order, as_of: dt.date | None = None) -> Position | 
         claimed = Order.objects.filter(pk=order.pk, status=Order.Status.WORKING).update(
             status=Order.Status.FILLED,
             fill_price=price,
+            reference_price=reference,
             filled_on=filled_on,
             costs=costs.to_dict(),
             costs_total=costs.total,
@@ -198,8 +199,11 @@ def position_close(
     user: User | AnonymousUser | None = None,
     comment: str = "",
     on_close: Callable[[Position], None] | None = None,
+    reference: Decimal | None = None,
 ) -> Position:
-    """Close at ``price`` net of exit costs. A second close of the same position is refused."""
+    """Close at ``price`` net of exit costs. A second close of the same position is refused.
+    ``reference`` is the price the exit was taken at before slippage (kept for the retrospective's
+    attribution of slippage)."""
     costs = order_costs(exit_side(as_direction(position.direction)), position.quantity, price, cost_model())
     pnl = realised_pnl(
         direction=as_direction(position.direction),
@@ -219,6 +223,7 @@ def position_close(
         claimed = Position.objects.filter(pk=position.pk, status=Position.Status.OPEN).update(
             status=Position.Status.CLOSED,
             exit_price=price,
+            exit_reference=reference,
             exit_costs=costs.total,
             closed_on=on,
             exit_reason=reason,
@@ -306,7 +311,9 @@ def position_close_by_hand(*, position: Position, user: User | AnonymousUser, co
         raise BrokerError("no price to close at")
     _refuse_stale_price(position, bar)
     price = _exit_fill(position, bar.close)
-    return position_close(position=position, price=price, on=bar.date, reason="manual", user=user, comment=comment)
+    return position_close(
+        position=position, price=price, on=bar.date, reason="manual", user=user, comment=comment, reference=bar.close
+    )
 
 
 def positions_mark(
@@ -350,7 +357,14 @@ def positions_mark(
             )
         if signal is not None:
             price = _exit_fill(position, signal.price)
-            position_close(position=position, price=price, on=as_of, reason=signal.reason, on_close=on_close)
+            position_close(
+                position=position,
+                price=price,
+                on=as_of,
+                reason=signal.reason,
+                on_close=on_close,
+                reference=signal.price,
+            )
             closed += 1
             continue
         pnl = mark(

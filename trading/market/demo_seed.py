@@ -8,6 +8,7 @@ from decimal import Decimal
 
 from django.db import transaction
 
+from agents.playbook import DEMO_PLAYBOOK, seed_demo_playbook
 from trading.audit import audit_record
 from trading.market.domain.demo import DEMO_END, DEMO_START, DemoMarket, generate_demo_market
 from trading.market.domain.news import content_hash
@@ -28,14 +29,18 @@ class SeedReport:
     fundamentals: int = 0
     first_date: dt.date | None = None
     last_date: dt.date | None = None
+    heuristics: int = 0  # the demo playbook's rules written now (those missing)
 
     def summary(self) -> str:
+        playbook = f" Added the demo playbook's {self.heuristics} missing heuristics." if self.heuristics else ""
         if not self.seeded:
+            if playbook:
+                return f"The demo universe is already loaded (use --reset to load it again).{playbook}"
             return "The demo universe is already loaded; nothing changed (use --reset to load it again)."
         return (
             f"Loaded {self.instruments} instruments, {self.bars:,} daily bars ({self.first_date} to "
             f"{self.last_date}), {self.news:,} headlines, {self.macro:,} macro readings and "
-            f"{self.fundamentals} fundamentals snapshots."
+            f"{self.fundamentals} fundamentals snapshots.{playbook}"
         )
 
 
@@ -52,6 +57,19 @@ def _demo_instruments(market: DemoMarket) -> list[Instrument]:
     )
 
 
+def _seed_playbook(actor_label: str) -> int:
+    """The demo playbook's missing rules, active, with an audit record when any was written."""
+    written = seed_demo_playbook()
+    if written:
+        audit_record(
+            actor_label=actor_label,
+            action="playbook_seeded",
+            target="demo playbook",
+            details={"written": written, "codes": [code for code, _, _ in DEMO_PLAYBOOK]},
+        )
+    return written
+
+
 @transaction.atomic
 def seed_demo(
     *,
@@ -61,11 +79,13 @@ def seed_demo(
     reset: bool = False,
     actor_label: str = "seed_demo",
 ) -> SeedReport:
-    """Idempotent: when the demo instruments already have bars, nothing is written unless ``reset``."""
+    """Idempotent: when the demo instruments already have bars, nothing is written unless ``reset``
+    (but for the demo playbook's heuristics that are missing: the offline model cites them)."""
+    heuristics = _seed_playbook(actor_label)
     market = generate_demo_market(seed=seed, start=start, end=end)
     existing = _demo_instruments(market)
     if existing and DailyBar.objects.filter(instrument__in=existing).exists() and not reset:
-        return SeedReport(seeded=False)
+        return SeedReport(seeded=False, heuristics=heuristics)
     if reset and PipelineRun.objects.filter(instrument__in=existing).exists():
         raise SeedRefused(
             "the demo instruments have pipeline runs (and maybe theses and positions); a reset would "
@@ -177,6 +197,7 @@ def seed_demo(
         fundamentals=len(fundamentals),
         first_date=market.sessions[0],
         last_date=market.sessions[-1],
+        heuristics=heuristics,
     )
     audit_record(
         actor_label=actor_label,

@@ -9,6 +9,7 @@ from django.db import transaction
 
 from trading.market import selectors
 from trading.market.domain.features import BundleSettings, ensure_feature_bundle
+from trading.market.domain.forecast import ConformalSettings, dated_forecast_residuals
 from trading.models import FeatureSnapshot, Instrument
 from vocabulary.features import FeatureBundle, bundle_digest
 
@@ -21,7 +22,43 @@ def bundle_settings() -> BundleSettings:
         news_lookback_days=int(desk["NEWS_LOOKBACK_DAYS"]),
         news_half_life_days=desk["NEWS_HALF_LIFE_DAYS"],
         forecast_horizon_sessions=int(desk["FORECAST_HORIZON_SESSIONS"]),
+        conformal=conformal_settings(),
     )
+
+
+def conformal_settings() -> ConformalSettings:
+    """The forecast band's split-conformal correction, as ``RETROSPECTIVE`` configures it."""
+    retro = settings.RETROSPECTIVE
+    return ConformalSettings(
+        quantile=float(str(retro["CONFORMAL_QUANTILE"])),
+        buffer_size=int(str(retro["RESIDUAL_BUFFER_SIZE"])),
+        min_samples=int(str(retro["RESIDUAL_MIN_SAMPLES"])),
+    )
+
+
+def universe_residuals(*, instrument: Instrument, as_of: dt.date, config: BundleSettings) -> list[float]:
+    """The most recent past forecast residuals of every other active instrument, pooled by the
+    date each became known, strictly as of ``as_of`` (each instrument's bars are cut there), at
+    most the buffer's size. Read only when ``instrument`` has too few residuals of its own."""
+    conformal = config.conformal
+    if conformal is None:
+        return []
+    limit = int(settings.DESK["FEATURE_LOOKBACK_BARS"])
+    pooled: list[tuple[dt.date, str, float]] = []
+    for other in Instrument.objects.filter(is_active=True).exclude(pk=instrument.pk).order_by("symbol"):
+        frame = selectors.bars_frame(other, as_of=as_of, limit=limit)
+        if frame.empty or "close" not in frame:
+            continue
+        dates = [day.date() if hasattr(day, "date") else day for day in frame.index]
+        points = dated_forecast_residuals(
+            frame["close"].to_numpy(dtype=float),
+            dates,
+            horizon_sessions=config.forecast_horizon_sessions,
+            limit=conformal.buffer_size,
+        )
+        pooled.extend((day, other.symbol, residual) for day, residual in points if day <= as_of)
+    pooled.sort(key=lambda point: (point[0], point[1]))
+    return [residual for _, _, residual in pooled[-conformal.buffer_size :]]
 
 
 def feature_bundle_for(*, instrument: Instrument, as_of: dt.date) -> FeatureBundle:
@@ -38,6 +75,7 @@ def feature_bundle_for(*, instrument: Instrument, as_of: dt.date) -> FeatureBund
         macro=selectors.macro_readings(as_of=as_of, limit=int(settings.DESK["MACRO_LIMIT"])),
         tz=selectors.desk_tz(),
         config=config,
+        universe_residuals=lambda: universe_residuals(instrument=instrument, as_of=as_of, config=config),
     )
 
 

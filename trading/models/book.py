@@ -167,6 +167,10 @@ class Position(models.Model):
 
     class Meta:
         ordering = ["-opened_on", "-id"]
+        indexes = [
+            # A review's period: the positions an account closed between two days.
+            models.Index(fields=["account", "closed_on"], name="position_by_account_close"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.direction} {self.quantity} {self.instrument_id} ({self.status})"

@@ -27,7 +27,9 @@ from agents.clients import PROVIDERS, model_choice, require_priced
 from agents.domain.citations import check_citations
 from agents.domain.llm import BudgetExceeded, ModelChoice, StageFailed
 from agents.domain.memory import format_memory_block
+from agents.domain.playbook import PlaybookRule
 from agents.domain.pricing import PriceTable
+from agents.playbook import active_playbook
 from agents.roles import AnalystNote, DebateResult, TradeThesis, anchors_from_bundle
 from security.redaction import redact_data, redact_secrets
 from trading.audit import audit_record
@@ -48,6 +50,14 @@ from trading.models import (
     Thesis,
 )
 from trading.models.pipeline import STAGES
+from trading.pipeline.citations import (
+    case_texts,
+    citations_link_thesis,
+    citations_store,
+    note_texts,
+    thesis_texts,
+    verdict_texts,
+)
 from trading.pipeline.dispatch import QueueUnavailable, run_send
 from trading.pipeline.domain.conviction import haircut_conviction
 from trading.pipeline.domain.levels import ThesisInvalid, anchor_levels, validate_thesis
@@ -226,6 +236,15 @@ class RunContext:
     def notes(self) -> list[AnalystNote]:
         return list(_finished(self.outputs.analysts, "analysts").notes.values())
 
+    @property
+    def playbook(self) -> list[PlaybookRule]:
+        """The heuristics the run's agents may cite: the ones active when its context was read."""
+        return _finished(self.outputs.context, "context").playbook
+
+    @property
+    def playbook_codes(self) -> set[str]:
+        return {rule.code for rule in self.playbook}
+
 
 # --- the stages ---------------------------------------------------------------------------------
 
@@ -270,12 +289,18 @@ def _stage_context(ctx: RunContext) -> ContextOutput:
         memory_block=memory_block,
         memory_ids=[hit.record.id for hit in hits],
         mandate=strategy.philosophy if strategy else "",
+        playbook=active_playbook(),
     )
 
 
 def _stage_analysts(ctx: RunContext) -> AnalystsOutput:
     results = roles.run_analysts(
-        ctx.choice, ctx.bundle, memory_block=ctx.memory_block, recorder=ctx.recorder, budget=ctx.budget
+        ctx.choice,
+        ctx.bundle,
+        memory_block=ctx.memory_block,
+        playbook=ctx.playbook,
+        recorder=ctx.recorder,
+        budget=ctx.budget,
     )
     notes = {role: r for role, r in results.items() if isinstance(r, AnalystNote)}
     # Every indicator value a note cites, checked against the bundle; kept for the run page and
@@ -292,12 +317,12 @@ def _stage_analysts(ctx: RunContext) -> AnalystsOutput:
 
 def _stage_debate(ctx: RunContext) -> DebateOutput:
     notes, bundle = ctx.notes, ctx.bundle
-    recorder, budget, memory_block = ctx.recorder, ctx.budget, ctx.memory_block
+    recorder, budget, memory_block, playbook = ctx.recorder, ctx.budget, ctx.memory_block, ctx.playbook
     bull, bear = roles.build_cases(
-        ctx.choice, notes, bundle, recorder=recorder, budget=budget, memory_block=memory_block
+        ctx.choice, notes, bundle, recorder=recorder, budget=budget, memory_block=memory_block, playbook=playbook
     )
     bull_final, bear_final = roles.rebut_cases(
-        ctx.choice, bull, bear, recorder=recorder, budget=budget, memory_block=memory_block
+        ctx.choice, bull, bear, recorder=recorder, budget=budget, memory_block=memory_block, playbook=playbook
     )
     verdict = roles.judge(
         ctx.choice,
@@ -308,6 +333,7 @@ def _stage_debate(ctx: RunContext) -> DebateOutput:
         recorder=recorder,
         budget=budget,
         memory_block=memory_block,
+        playbook=playbook,
     )
     calibrated = haircut_conviction(verdict.conviction, verdict.winner, notes)
     result = verdict.model_copy(
@@ -365,6 +391,7 @@ def _stage_trader(ctx: RunContext) -> TraderOutput:
         recorder=ctx.recorder,
         budget=ctx.budget,
         memory_block=ctx.memory_block,
+        playbook=ctx.playbook,
     )
     owned = proposed.model_copy(
         update={"direction": debate.winner, "conviction": debate.conviction, "levels_source": "model"}
@@ -415,7 +442,7 @@ def _stage_risk(ctx: RunContext) -> RiskOutput:
         )
         summary = RiskDecisionOutput.model_validate(decision.to_dict())
         warnings = [*trader.warnings, decision.sizing] if decision.sizing else list(trader.warnings)
-        Thesis.objects.get_or_create(
+        stored, _ = Thesis.objects.get_or_create(
             run=run,
             defaults={
                 "account": account,
@@ -437,6 +464,8 @@ def _stage_risk(ctx: RunContext) -> RiskOutput:
                 "expires_at": thesis_expiry(timezone.now()),
             },
         )
+        # The debate's and the trader's playbook citations are the thesis's.
+        citations_link_thesis(run=run, thesis=stored)
     return RiskOutput(decision=summary)
 
 
@@ -472,11 +501,13 @@ def _features_rows(ctx: RunContext, output: FeaturesOutput) -> None:
 
 
 def _analysts_rows(ctx: RunContext, output: AnalystsOutput) -> None:
-    """One row per note (a failed analyst has none), with code's check of the numbers it cites."""
+    """One row per note (a failed analyst has none), with code's check of the numbers it cites, and
+    the playbook heuristics each note cites."""
+    records: dict[str, AnalystNoteRecord] = {}
     for role, note in output.notes.items():
         check = output.citations.get(role)
         citations = [] if check is None else [citation.model_dump(mode="json") for citation in check.citations]
-        AnalystNoteRecord.objects.update_or_create(
+        records[role], _ = AnalystNoteRecord.objects.update_or_create(
             run=ctx.run,
             role=role,
             defaults={
@@ -491,6 +522,12 @@ def _analysts_rows(ctx: RunContext, output: AnalystsOutput) -> None:
                 "model_used": note.model_used,
             },
         )
+    citations_store(
+        run=ctx.run,
+        texts_by_role={role: note_texts(note) for role, note in output.notes.items()},
+        active_codes=ctx.playbook_codes,
+        notes=records,
+    )
 
 
 def _debate_rows(ctx: RunContext, output: DebateOutput) -> None:
@@ -509,12 +546,27 @@ def _debate_rows(ctx: RunContext, output: DebateOutput) -> None:
             "rationale": output.result.manager_rationale,
         },
     )
+    citations_store(
+        run=ctx.run,
+        texts_by_role={
+            "bull": case_texts(output.bull_initial, output.bull),
+            "bear": case_texts(output.bear_initial, output.bear),
+            "manager": verdict_texts(output.result),
+        },
+        active_codes=ctx.playbook_codes,
+    )
+
+
+def _trader_rows(ctx: RunContext, output: TraderOutput) -> None:
+    """The playbook heuristics the thesis cites; tied to the thesis row when the risk stage makes it."""
+    citations_store(run=ctx.run, texts_by_role={"trader": thesis_texts(output.thesis)}, active_codes=ctx.playbook_codes)
 
 
 STAGE_ROWS: dict[str, Callable[[RunContext, Any], None]] = {
     "features": _features_rows,
     "analysts": _analysts_rows,
     "debate": _debate_rows,
+    "trader": _trader_rows,
 }
 
 

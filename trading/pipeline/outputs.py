@@ -5,8 +5,8 @@ with ``model_validate``, never by string keys: a misspelt key is then an error a
 a silent ``None`` on a page. Each shape carries ``version``; a row written before versions
 existed has no ``version`` key and reads as version 1 (the shape it was written in), and fields
 added to version 1 later (the mandate, the citation checks, the trader's warnings, the sizing
-note) default to empty for those rows. A change that an old row cannot be read into is a new
-version: add ``Literal[1, 2]`` and the conversion here, and a reader keeps working on both.
+note, the playbook) default to empty for those rows. A change that an old row cannot be read into
+is a new version: add ``Literal[1, 2]`` and the conversion here, and a reader keeps working on both.
 
 Numbers in these shapes were set by code (calibration, anchoring, sizing); the model's own numbers
 are kept beside them for audit (``proposed``, ``proposed_conviction``) and named as such.
@@ -21,6 +21,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, ValidationError
 
 from agents.domain.citations import CitationCheck
+from agents.domain.playbook import PlaybookRule
 from agents.roles import AnalystNote, BearCase, BullCase, DebateResult, TradeThesis
 from vocabulary.features import FeatureBundle
 
@@ -81,12 +82,16 @@ class FeaturesOutput(StageOutput):
 
 
 class ContextOutput(StageOutput):
-    """Stage 2: the memory (and the strategy's mandate) shown to every agent."""
+    """Stage 2: the memory (and the strategy's mandate) shown to every agent, and the playbook."""
 
     stage: ClassVar[str] = "context"
     memory_block: str = Field(default="", description="the text every agent read before the evidence")
     memory_ids: list[int] = Field(default_factory=list, description="the memory entries recalled")
     mandate: str = Field(default="", description="the strategy's mandate, as written; empty for a run of no strategy")
+    playbook: list[PlaybookRule] = Field(
+        default_factory=list,
+        description="the active heuristics the agents were shown and their citations are checked against",
+    )
 
 
 class AnalystsOutput(StageOutput):

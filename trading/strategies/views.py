@@ -16,7 +16,7 @@ from vocabulary.refusals import Refusal, StateConflict
 
 
 def strategy_list(request: HttpRequest) -> HttpResponse:
-    strategies = Strategy.objects.prefetch_related("universe").order_by("name")
+    strategies = Strategy.objects.select_related("retired_by").prefetch_related("universe").order_by("name")
     runs = (
         StrategyRun.objects.select_related("strategy")
         .annotate(pipeline_count=Count("pipeline_runs"))
@@ -25,7 +25,13 @@ def strategy_list(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "trading/strategies.html",
-        {"strategies": strategies, "runs": runs, "can_start": request.user.has_perm("trading.start_run")},
+        {
+            "strategies": strategies,
+            "runs": runs,
+            "can_start": request.user.has_perm("trading.start_run"),
+            # Retiring (with its testament review) is an approver's or an admin's decision.
+            "can_retire": request.user.has_perm("trading.approve_thesis"),
+        },
     )
 
 
@@ -34,6 +40,8 @@ def strategy_list(request: HttpRequest) -> HttpResponse:
 def strategy_start(request: HttpRequest, strategy_id: int) -> HttpResponse:
     strategy = get_object_or_404(Strategy, pk=strategy_id)
     back = redirect("strategy_list")
+    if strategy.retired_at is not None:
+        return refused(request, StateConflict(f"{strategy.name} is retired: a retired strategy no longer runs"), back)
     try:
         strategy_run = strategy_run_start(strategy=strategy, user=request.user)
     except Refusal as refusal:

@@ -11,7 +11,9 @@ from agents.roles._base import Evidence, base_evidence, build_request, fmt, head
 from agents.roles.analysts.note import (
     AnalystNote,
     Factor,
+    Playbook,
     abstain,
+    cite_playbook,
     empty_note,
     macro_evidence,
     macro_section,
@@ -29,7 +31,7 @@ JOB = (
 # --- the prompt ----------------------------------------------------------------------------------
 
 
-def fundamental_request(bundle: FeatureBundle, *, memory_block: str = "") -> ModelRequest:
+def fundamental_request(bundle: FeatureBundle, *, memory_block: str = "", playbook: Playbook = ()) -> ModelRequest:
     fundamentals = bundle.fundamentals.model_dump(mode="json")
     macro = macro_evidence(bundle)
     evidence = {**base_evidence(bundle), "fundamentals": fundamentals, "macro": macro}
@@ -40,7 +42,9 @@ def fundamental_request(bundle: FeatureBundle, *, memory_block: str = "") -> Mod
         macro_section(macro),
         task_line("fundamental", bundle.symbol, "Judge valuation, growth and margins from these ratios only."),
     ]
-    return build_request("fundamental", JOB, bundle.symbol, AnalystNote, sections, evidence, memory_block=memory_block)
+    return build_request(
+        "fundamental", JOB, bundle.symbol, AnalystNote, sections, evidence, memory_block=memory_block, playbook=playbook
+    )
 
 
 # --- code's abstention ---------------------------------------------------------------------------
@@ -123,6 +127,7 @@ def fundamental_note(symbol: str, evidence: Evidence) -> AnalystNote:
     factors = [factor for factor in (_valuation(data), _growth(data), _margin(data)) if factor]
     if not factors:
         return empty_note("fundamental", symbol, "The fundamentals source gave no ratios.", ["available=true"])
-    return note_from_factors(
+    note = note_from_factors(
         "fundamental", symbol, factors, FUNDAMENTAL_WEIGHTS, label="Fundamental", time_horizon="quarters", cap=0.75
     )
+    return cite_playbook(note, evidence)

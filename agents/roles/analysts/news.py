@@ -27,8 +27,10 @@ from agents.roles._base import (
 from agents.roles.analysts.note import (
     AnalystNote,
     Factor,
+    Playbook,
     abstain,
     blend,
+    cite_playbook,
     empty_note,
     macro_evidence,
     macro_section,
@@ -78,7 +80,7 @@ def _news_section(news: Mapping[str, Any]) -> str:
     )
 
 
-def news_request(bundle: FeatureBundle, *, memory_block: str = "") -> ModelRequest:
+def news_request(bundle: FeatureBundle, *, memory_block: str = "", playbook: Playbook = ()) -> ModelRequest:
     news = _news_evidence(bundle)
     macro = macro_evidence(bundle)
     evidence = {**base_evidence(bundle), "news": news, "macro": macro}
@@ -88,7 +90,9 @@ def news_request(bundle: FeatureBundle, *, memory_block: str = "") -> ModelReque
         macro_section(macro),
         task_line("news", bundle.symbol, "Rate the news by event class; cite the headline (h1, h2, …) or feature."),
     ]
-    return build_request("news", JOB, bundle.symbol, AnalystNote, sections, evidence, memory_block=memory_block)
+    return build_request(
+        "news", JOB, bundle.symbol, AnalystNote, sections, evidence, memory_block=memory_block, playbook=playbook
+    )
 
 
 # --- code's abstention ---------------------------------------------------------------------------
@@ -183,7 +187,7 @@ def news_note(symbol: str, evidence: Evidence) -> AnalystNote:
     depth = min(1.0, news["unique_count"] / 5)
     confidence = round(clamp(0.1 + 0.6 * depth * (0.4 + 0.6 * agreement), 0.1, 0.8), 2)
     order = ranked(classes)
-    return offline_note(
+    note = offline_note(
         "news",
         symbol,
         stance=stance,
@@ -194,3 +198,4 @@ def news_note(symbol: str, evidence: Evidence) -> AnalystNote:
         evidence=_news_citations(news),
         time_horizon="days",
     )
+    return cite_playbook(note, evidence)

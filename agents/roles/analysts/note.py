@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from agents.domain.hygiene import neutralise
+from agents.domain.playbook import PlaybookRule
 from agents.roles._base import (
     OFFLINE_MODEL,
     Point,
@@ -28,6 +29,7 @@ from agents.roles._base import (
     short,
     signed,
 )
+from agents.roles._playbook import codes_cited, note_drivers, with_codes
 from vocabulary.features import FeatureBundle
 
 AnalystRole = Literal["news", "sentiment", "technical", "fundamental"]
@@ -35,6 +37,8 @@ ANALYST_ROLES: tuple[str, ...] = ("news", "sentiment", "technical", "fundamental
 ABSTAIN_CONFIDENCE = 0.15
 ABSTAIN_MODEL = "deterministic-abstain"
 MAX_MACRO = 5
+SUMMARY_LIMIT = 1000  # the schema's limit on a summary
+Playbook = Sequence[PlaybookRule]
 
 
 class AnalystNote(RoleOutput):
@@ -201,6 +205,15 @@ def empty_note(role: str, symbol: str, summary: str, evidence: Sequence[str]) ->
         evidence=evidence,
         time_horizon="",
     )
+
+
+def cite_playbook(note: AnalystNote, evidence: Mapping[str, Any]) -> AnalystNote:
+    """The offline note citing, at the end of its summary, the playbook's rules tied to what drove
+    its stance (its analyst's domain, and each sub-score pointing the way of the stance)."""
+    codes = codes_cited(evidence, note_drivers(note.model_dump()))
+    if not codes:
+        return note
+    return note.model_copy(update={"summary": with_codes(note.summary, codes, SUMMARY_LIMIT)})
 
 
 def macro_citations(macro: Sequence[Mapping[str, Any]], limit: int = 2) -> list[str]:

@@ -15,7 +15,7 @@ from agents.domain.llm import Budget, ModelChoice, ModelRequest, NullRecorder, R
 from agents.roles._base import OFFLINE_PROVIDER, ask, guard
 from agents.roles.analysts.fundamental import fundamental_abstention, fundamental_request
 from agents.roles.analysts.news import news_abstention, news_request
-from agents.roles.analysts.note import ANALYST_ROLES, AnalystNote, model_vote
+from agents.roles.analysts.note import ANALYST_ROLES, AnalystNote, Playbook, model_vote
 from agents.roles.analysts.self_critique import critique_once
 from agents.roles.analysts.sentiment import sentiment_abstention, sentiment_request
 from agents.roles.analysts.technical import technical_abstention, technical_request
@@ -41,8 +41,10 @@ _ABSTENTIONS: dict[str, Callable[[FeatureBundle], AnalystNote | None]] = {
 }
 
 
-def analyst_request(role: str, bundle: FeatureBundle, *, memory_block: str = "") -> ModelRequest:
-    return _REQUESTS[role](bundle, memory_block=memory_block)
+def analyst_request(
+    role: str, bundle: FeatureBundle, *, memory_block: str = "", playbook: Playbook = ()
+) -> ModelRequest:
+    return _REQUESTS[role](bundle, memory_block=memory_block, playbook=playbook)
 
 
 def abstention(role: str, bundle: FeatureBundle) -> AnalystNote | None:
@@ -61,11 +63,12 @@ def _analyst(
     bundle: FeatureBundle,
     *,
     memory_block: str,
+    playbook: Playbook,
     recorder: Recorder,
     budget: Budget | None,
     retry: RetryPolicy | None,
 ) -> AnalystResult:
-    request = analyst_request(role, bundle, memory_block=memory_block)
+    request = analyst_request(role, bundle, memory_block=memory_block, playbook=playbook)
     validate = guard(bundle.symbol, role=role)
     try:
         note, model = ask(
@@ -84,13 +87,15 @@ def run_analysts(
     bundle: FeatureBundle,
     *,
     memory_block: str = "",
+    playbook: Playbook = (),
     recorder: Recorder | None = None,
     budget: Budget | None = None,
     max_workers: int = 4,
     retry: RetryPolicy | None = None,
 ) -> dict[str, AnalystResult]:
     """The four analysts, concurrently. A failed analyst comes back as its ``StageFailed`` so the
-    caller can apply the quorum; abstentions are notes made without a model call."""
+    caller can apply the quorum; abstentions are notes made without a model call. ``playbook`` is
+    the active playbook every analyst may cite."""
     recorder = recorder or NullRecorder()
     results: dict[str, AnalystResult] = {}
     calling: list[str] = []
@@ -109,6 +114,7 @@ def run_analysts(
                     role,
                     bundle,
                     memory_block=memory_block,
+                    playbook=playbook,
                     recorder=recorder,
                     budget=budget,
                     retry=retry,

@@ -13,6 +13,7 @@ from agents.domain.llm import ModelRequest
 from agents.roles._base import Evidence, base_evidence, build_request, fmt, header, pairs
 from agents.roles.analysts.note import (
     AnalystNote,
+    Playbook,
     abstain,
     empty_note,
     macro_citations,
@@ -38,7 +39,7 @@ def _positioning(bundle: FeatureBundle) -> dict[str, Any]:
     return {"positioning_feed_wired": bundle.sentiment.positioning_feed_wired}
 
 
-def sentiment_request(bundle: FeatureBundle, *, memory_block: str = "") -> ModelRequest:
+def sentiment_request(bundle: FeatureBundle, *, memory_block: str = "", playbook: Playbook = ()) -> ModelRequest:
     sentiment = _positioning(bundle)
     macro = macro_evidence(bundle)
     evidence = {**base_evidence(bundle), "sentiment": sentiment, "macro": macro}
@@ -48,7 +49,9 @@ def sentiment_request(bundle: FeatureBundle, *, memory_block: str = "") -> Model
         macro_section(macro),
         task_line("sentiment", bundle.symbol, "Read investor positioning only; do not re-count news tone."),
     ]
-    return build_request("sentiment", JOB, bundle.symbol, AnalystNote, sections, evidence, memory_block=memory_block)
+    return build_request(
+        "sentiment", JOB, bundle.symbol, AnalystNote, sections, evidence, memory_block=memory_block, playbook=playbook
+    )
 
 
 # --- code's abstention ---------------------------------------------------------------------------

@@ -10,7 +10,16 @@ from collections.abc import Callable
 
 from agents.domain.llm import ModelRequest
 from agents.roles._base import Evidence, base_evidence, build_request, clamp, fmt, header, pairs, signed
-from agents.roles.analysts.note import AnalystNote, Factor, abstain, empty_note, note_from_factors, task_line
+from agents.roles.analysts.note import (
+    AnalystNote,
+    Factor,
+    Playbook,
+    abstain,
+    cite_playbook,
+    empty_note,
+    note_from_factors,
+    task_line,
+)
 from vocabulary.features import FeatureBundle
 
 JOB = (
@@ -23,7 +32,7 @@ JOB = (
 # --- the prompt ----------------------------------------------------------------------------------
 
 
-def technical_request(bundle: FeatureBundle, *, memory_block: str = "") -> ModelRequest:
+def technical_request(bundle: FeatureBundle, *, memory_block: str = "", playbook: Playbook = ()) -> ModelRequest:
     technical = bundle.technical.model_dump(mode="json")
     forecast = bundle.forecast.model_dump(mode="json") if bundle.forecast else None
     evidence = {**base_evidence(bundle), "technical": technical, "forecast": forecast}
@@ -34,7 +43,9 @@ def technical_request(bundle: FeatureBundle, *, memory_block: str = "") -> Model
         f"forecast (evidence only; it never sizes or routes a trade): {forecast_text}",
         task_line("technical", bundle.symbol, "Read the indicators into a stance; cite the feature behind each point."),
     ]
-    return build_request("technical", JOB, bundle.symbol, AnalystNote, sections, evidence, memory_block=memory_block)
+    return build_request(
+        "technical", JOB, bundle.symbol, AnalystNote, sections, evidence, memory_block=memory_block, playbook=playbook
+    )
 
 
 # --- code's abstention ---------------------------------------------------------------------------
@@ -227,4 +238,4 @@ def technical_note(symbol: str, evidence: Evidence) -> AnalystNote:
     atr = tech.get("atr_14")
     if atr is not None and len(note.evidence) < 12:
         note = note.model_copy(update={"evidence": [*note.evidence, f"ATR(14)={fmt(atr)}"]})
-    return note
+    return cite_playbook(note, evidence)

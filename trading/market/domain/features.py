@@ -9,11 +9,12 @@ silently switch off. Only a total absence of prices is an error.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+import numpy as np
 import pandas as pd
 
-from trading.market.domain.forecast import price_forecast
+from trading.market.domain.forecast import ConformalSettings, conformal_forecast, forecast_residuals, price_forecast
 from trading.market.domain.fundamentals import fundamental_features
 from trading.market.domain.news import news_features, sentiment_features
 from trading.market.domain.technical import technical_features
@@ -23,6 +24,7 @@ from vocabulary.features import (
     MacroReading,
     NewsFeatures,
     NewsInput,
+    PriceForecast,
     TechnicalFeatures,
 )
 
@@ -47,10 +49,16 @@ class BundleSettings:
         news_lookback_days: int = 14,
         news_half_life_days: float = 3.0,
         forecast_horizon_sessions: int = 10,
+        conformal: ConformalSettings | None = None,
     ) -> None:
         self.news_lookback_days = news_lookback_days
         self.news_half_life_days = news_half_life_days
         self.forecast_horizon_sessions = forecast_horizon_sessions
+        self.conformal = conformal  # None: the raw band only, no correction
+
+
+# The universe's past residuals, asked for only when the instrument's own are too few.
+UniverseResiduals = Callable[[], Sequence[float]]
 
 
 def _bars_as_of(bars: pd.DataFrame, as_of: dt.date) -> pd.DataFrame:
@@ -73,6 +81,24 @@ def _news_block(news: Sequence[NewsInput], as_of: dt.date, tz: dt.tzinfo, config
     )
 
 
+def _forecast(
+    closes: np.ndarray, config: BundleSettings, universe_residuals: UniverseResiduals | None
+) -> PriceForecast | None:
+    """The baseline forecast, its band corrected by the split-conformal quantile of its past
+    residuals: the instrument's own, or the universe's when it has too few (see ``forecast``)."""
+    forecast = price_forecast(closes, horizon_sessions=config.forecast_horizon_sessions)
+    conformal = config.conformal
+    if forecast is None or conformal is None:
+        return forecast
+    own = forecast_residuals(closes, horizon_sessions=config.forecast_horizon_sessions, limit=conformal.buffer_size)
+    residuals, scope = own, "instrument"
+    if len(own) < conformal.min_samples and universe_residuals is not None:
+        pooled = list(universe_residuals())
+        if len(pooled) > len(own):
+            residuals, scope = pooled, "universe"
+    return conformal_forecast(forecast, residuals, last_close=float(closes[-1]), settings=conformal, scope=scope)
+
+
 def build_feature_bundle(
     *,
     symbol: str,
@@ -83,6 +109,7 @@ def build_feature_bundle(
     macro: Sequence[MacroReading] = (),
     tz: dt.tzinfo = dt.UTC,
     config: BundleSettings | None = None,
+    universe_residuals: UniverseResiduals | None = None,
 ) -> FeatureBundle:
     config = config or BundleSettings()
     history = _bars_as_of(bars, as_of)
@@ -96,9 +123,7 @@ def build_feature_bundle(
         news=news_block,
         sentiment=sentiment_features(news_block),
         fundamentals=fundamental_features(fundamentals if fundamentals and fundamentals.as_of <= as_of else None),
-        forecast=price_forecast(
-            history["close"].to_numpy(dtype=float), horizon_sessions=config.forecast_horizon_sessions
-        ),
+        forecast=_forecast(history["close"].to_numpy(dtype=float), config, universe_residuals),
         macro=[reading for reading in macro if reading.date <= as_of],
     )
 
@@ -176,6 +201,7 @@ def ensure_feature_bundle(
     macro: Sequence[MacroReading] = (),
     tz: dt.tzinfo = dt.UTC,
     config: BundleSettings | None = None,
+    universe_residuals: UniverseResiduals | None = None,
 ) -> FeatureBundle:
     """Always return a bundle when any price exists; raise ``NoPriceData`` when none does."""
     try:
@@ -188,6 +214,7 @@ def ensure_feature_bundle(
             macro=macro,
             tz=tz,
             config=config,
+            universe_residuals=universe_residuals,
         )
     except NoPriceData:
         raise

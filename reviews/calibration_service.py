@@ -1,0 +1,377 @@
+"""Calibration of the desk's stated confidence against what happened, from stored rows.
+
+Subjects: each analyst role (its note's ``confidence``) and the debate (its calibrated
+``conviction``). A **call** resolves over its horizon: the thesis's ``horizon_sessions`` when the
+run made a thesis, else the trader's default horizon. The realised move is the instrument's close
+``horizon`` sessions after the run's as-of date against its close on (or last before) that date,
+from ``DailyBar`` rows; a call resolves only once that later bar exists on or before ``end``.
+
+- an analyst's call is *right* when the sign of its stance matches the sign of the move; a note
+  that abstained or took no side (stance 0) is no call;
+- the debate's call is right when its winner (LONG up, SHORT down) matches the move;
+- a move of exactly zero resolves neither way and is left out.
+
+``calibration_summary`` reads the last ``RETROSPECTIVE["BUFFER_SIZE"]`` resolved calls of each
+subject (newest first, bounded: a review's cost does not grow with the whole history) and reports
+the expected calibration error (``reviews.domain.calibration``, 10 bins) per subject, the analysts
+pooled, the debate, and an alarm when any ECE with at least ``CALIBRATION_MIN_SAMPLES`` samples
+exceeds ``ECE_ALARM_THRESHOLD``.
+
+``refit_calibration`` refits each subject's isotonic map (``fit_isotonic``) when ``should_refit``
+says so (first at ``CALIBRATION_MIN_SAMPLES`` resolved calls, then every
+``CALIBRATION_REFIT_INTERVAL`` new ones) and stores an ``agents.CalibrationFit`` row; the daily
+review task calls it. ``historical_rate`` reads the latest fit: "historically right X% at this
+conviction".
+"""
+
+from __future__ import annotations
+
+import bisect
+import datetime as dt
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Q, QuerySet
+
+from agents.models import CalibrationFit
+from agents.roles.trader import HORIZON_SESSIONS as DEFAULT_HORIZON_SESSIONS
+from reviews.domain.calibration import (
+    expected_calibration_error,
+    fit_isotonic,
+    reliability_bins,
+    should_refit,
+)
+from trading.models import Account, AnalystNoteRecord, DailyBar, DebateRecord, Strategy
+
+__all__ = [
+    "ANALYST_ROLES",
+    "DEBATE",
+    "SUBJECTS",
+    "CalibrationSettings",
+    "Call",
+    "calibration_summary",
+    "historical_rate",
+    "refit_calibration",
+    "resolved_calls",
+    "summarise",
+]
+
+DEBATE = "debate"
+ANALYST_ROLES: tuple[str, ...] = tuple(AnalystNoteRecord.Role.values)
+SUBJECTS: tuple[str, ...] = (*ANALYST_ROLES, DEBATE)
+N_BINS = 10
+_PAGE = 2_000
+_SLACK_DAYS = 10
+REPLAY_ACCOUNT_PREFIX = "replay: "
+
+
+@dataclass(frozen=True)
+class CalibrationSettings:
+    buffer_size: int
+    min_samples: int
+    refit_every: int
+    threshold: float
+
+    @classmethod
+    def from_settings(cls) -> CalibrationSettings:
+        retro = settings.RETROSPECTIVE
+        return cls(
+            buffer_size=int(str(retro["BUFFER_SIZE"])),
+            min_samples=int(str(retro["CALIBRATION_MIN_SAMPLES"])),
+            refit_every=int(str(retro["CALIBRATION_REFIT_INTERVAL"])),
+            threshold=float(str(retro["ECE_ALARM_THRESHOLD"])),
+        )
+
+
+@dataclass(frozen=True)
+class Call:
+    """One resolved call: the stated confidence and whether it came true."""
+
+    confidence: float
+    right: bool
+    as_of: dt.date
+
+
+# ---------------------------------------------------------------------------------------------
+# Which runs, and how a call resolves
+# ---------------------------------------------------------------------------------------------
+
+
+def _runs_of(account: Account | None, prefix: str) -> Q:
+    """The rows of runs that traded for ``account`` (all runs when None). A replay account belongs
+    to one strategy ("replay: <name>") and holds that strategy's replayed runs; any other account
+    holds the live runs whose thesis it carried, and the default account every live run."""
+    if account is None:
+        return Q()
+    if account.name.startswith(REPLAY_ACCOUNT_PREFIX):
+        owners = [
+            strategy.pk
+            for strategy in Strategy.objects.filter(name__startswith=account.name.removeprefix(REPLAY_ACCOUNT_PREFIX))
+            if f"{REPLAY_ACCOUNT_PREFIX}{strategy.name}"[:64] == account.name
+        ]
+        return Q(**{f"{prefix}is_replay": True, f"{prefix}strategy_run__strategy_id__in": owners})
+    if account.name == settings.ACCOUNT["NAME"]:
+        return Q(**{f"{prefix}is_replay": False})
+    return Q(**{f"{prefix}thesis__account_id": account.pk})
+
+
+def _sign(value: Decimal | float) -> int:
+    return (value > 0) - (value < 0)
+
+
+class _Closes:
+    """Each instrument's closes as sorted (dates, closes), read up to ``end`` and back only as far
+    as the calls read so far need (pages go back in time: each reads just the older stretch)."""
+
+    def __init__(self, end: dt.date) -> None:
+        self.end = end
+        self._by_instrument: dict[int, tuple[list[dt.date], list[Decimal]]] = {}
+        self._from: dict[int, dt.date] = {}
+
+    def load(self, instrument_ids: Iterable[int], earliest_as_of: dt.date) -> None:
+        # A week's slack: the close "on or before" an as-of date on a holiday is an earlier bar.
+        start = earliest_as_of - dt.timedelta(days=_SLACK_DAYS)
+        # Instruments never read, and those read from a later day, each need one older stretch:
+        # one query per distinct stretch (in practice one or two per page), not one per instrument.
+        stretches: dict[dt.date, list[int]] = {}
+        for instrument_id in set(instrument_ids):
+            loaded_from = self._from.get(instrument_id)
+            if loaded_from is not None and loaded_from <= start:
+                continue
+            upto = self.end if loaded_from is None else loaded_from - dt.timedelta(days=1)
+            stretches.setdefault(upto, []).append(instrument_id)
+        for upto, ids in stretches.items():
+            older: dict[int, tuple[list[dt.date], list[Decimal]]] = {pk: ([], []) for pk in ids}
+            rows = DailyBar.objects.filter(instrument_id__in=ids, date__gte=start, date__lte=upto)
+            for instrument_id, date, close in rows.order_by("instrument_id", "date").values_list(
+                "instrument_id", "date", "close"
+            ):
+                older[instrument_id][0].append(date)
+                older[instrument_id][1].append(close)
+            for instrument_id, (dates, closes) in older.items():
+                later_dates, later_closes = self._by_instrument.get(instrument_id, ([], []))
+                self._by_instrument[instrument_id] = (dates + later_dates, closes + later_closes)
+                self._from[instrument_id] = start
+
+    def move(self, instrument_id: int, as_of: dt.date, horizon: int) -> int | None:
+        """The sign of the move over ``horizon`` sessions after ``as_of``; None while unresolved."""
+        dates, closes = self._by_instrument.get(instrument_id, ([], []))
+        start = bisect.bisect_right(dates, as_of) - 1  # the close on, or last before, as_of
+        finish = bisect.bisect_right(dates, as_of) + horizon - 1  # the horizon-th session after as_of
+        if start < 0 or finish >= len(dates):
+            return None
+        return _sign(closes[finish] - closes[start])
+
+
+def _horizon(value: int | None) -> int:
+    return int(value) if value else DEFAULT_HORIZON_SESSIONS
+
+
+@dataclass(frozen=True)
+class _Row:
+    confidence: Decimal
+    side: int
+    as_of: dt.date
+    instrument_id: int
+    horizon: int
+
+
+def _analyst_rows(role: str, runs: Q, end: dt.date) -> QuerySet[Any]:
+    return (
+        AnalystNoteRecord.objects.filter(runs, role=role, abstained=False, run__as_of__lte=end)
+        .exclude(stance=0)
+        .order_by("-run__as_of", "-id")
+        .values_list("confidence", "stance", "run__as_of", "run__instrument_id", "run__thesis__horizon_sessions")
+    )
+
+
+def _debate_rows(runs: Q, end: dt.date) -> QuerySet[Any]:
+    return (
+        DebateRecord.objects.filter(runs, run__as_of__lte=end)
+        .order_by("-run__as_of", "-id")
+        .values_list("conviction", "winner", "run__as_of", "run__instrument_id", "run__thesis__horizon_sessions")
+    )
+
+
+def _rows(subject: str, account: Account | None, end: dt.date) -> QuerySet[Any]:
+    runs = _runs_of(account, "run__")
+    return _debate_rows(runs, end) if subject == DEBATE else _analyst_rows(subject, runs, end)
+
+
+def _as_row(subject: str, values: Sequence[Any]) -> _Row:
+    confidence, side, as_of, instrument_id, horizon = values
+    direction = (1 if side == "LONG" else -1) if subject == DEBATE else _sign(side)
+    return _Row(Decimal(confidence), direction, as_of, instrument_id, _horizon(horizon))
+
+
+def _pages(rows: QuerySet[Any]) -> Iterator[list[Any]]:
+    offset = 0
+    while True:
+        page = list(rows[offset : offset + _PAGE])
+        if not page:
+            return
+        yield page
+        offset += len(page)
+
+
+def _resolve(page: list[_Row], closes: _Closes) -> Iterator[Call]:
+    closes.load((row.instrument_id for row in page), min(row.as_of for row in page))
+    for row in page:
+        move = closes.move(row.instrument_id, row.as_of, row.horizon)
+        confidence = float(row.confidence)
+        if not move or not 0.0 <= confidence <= 1.0:  # unresolved, flat, or a stored value out of range
+            continue
+        yield Call(confidence=confidence, right=row.side == move, as_of=row.as_of)
+
+
+def resolved_calls(
+    subject: str, *, account: Account | None = None, end: dt.date, limit: int, closes: _Closes | None = None
+) -> tuple[list[Call], int]:
+    """The newest ``limit`` resolved calls of ``subject`` up to ``end`` (newest first), and the
+    number of calls resolved overall. Rows older than the ones read are counted as resolved
+    without reading their bars (their horizon passed long ago), so the count stays cheap.
+    ``closes`` shares the bars already read between subjects (the same ``end``)."""
+    rows = _rows(subject, account, end)
+    closes = closes if closes is not None and closes.end == end else _Closes(end)
+    calls: list[Call] = []
+    read = 0
+    for page in _pages(rows):
+        read += len(page)
+        calls.extend(_resolve([_as_row(subject, values) for values in page], closes))
+        if len(calls) >= limit:
+            older = rows.count() - read
+            return calls[:limit], len(calls) + older
+    return calls, len(calls)
+
+
+# ---------------------------------------------------------------------------------------------
+# The summary
+# ---------------------------------------------------------------------------------------------
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
+def _subject_block(calls: Sequence[Call]) -> dict[str, Any]:
+    if not calls:
+        return {"ece": None, "samples": 0, "bins": []}
+    confidences = [call.confidence for call in calls]
+    outcomes = [int(call.right) for call in calls]
+    bins = [
+        {
+            "index": row.index,
+            "low": _round(row.low),
+            "high": _round(row.high),
+            "count": row.count,
+            "positives": row.positives,
+            "mean_confidence": _round(row.mean_confidence),
+            "observed_rate": _round(row.observed_rate),
+        }
+        for row in reliability_bins(confidences, outcomes, N_BINS)
+    ]
+    return {
+        "ece": _round(expected_calibration_error(confidences, outcomes, N_BINS)),
+        "samples": len(calls),
+        "bins": bins,
+    }
+
+
+def summarise(calls_by_subject: Mapping[str, Sequence[Call]], *, threshold: float, min_samples: int) -> dict[str, Any]:
+    """The summary of already resolved calls (pure): per subject, the analysts pooled, the debate,
+    and the alarm (an ECE above ``threshold`` on at least ``min_samples`` calls)."""
+    by_subject = {subject: _subject_block(calls) for subject, calls in calls_by_subject.items()}
+    pooled = _subject_block([call for role in ANALYST_ROLES for call in calls_by_subject.get(role, ())])
+    debate = by_subject.get(DEBATE, {"ece": None, "samples": 0})
+    blocks = [pooled, *by_subject.values()]
+    alarm = any(
+        block["ece"] is not None and block["samples"] >= min_samples and block["ece"] > threshold for block in blocks
+    )
+    return {
+        "analyst_ece": pooled["ece"],
+        "debate_ece": debate["ece"],
+        "samples": pooled["samples"] + debate["samples"],
+        "alarm": alarm,
+        "threshold": threshold,
+        "by_subject": by_subject,
+    }
+
+
+def calibration_summary(*, account: Account | None = None, end: dt.date | None = None) -> dict[str, Any]:
+    """The calibration block of a review's hard part (shape in the module's docstring and the
+    hard-part schema): ECEs of the last ``BUFFER_SIZE`` resolved calls per subject up to ``end``
+    (today when None), of ``account``'s runs only when one is given."""
+    config = CalibrationSettings.from_settings()
+    last_day = end or dt.date.today()
+    closes = _Closes(last_day)  # every subject reads the same instruments' closes: read them once
+    calls = {
+        subject: resolved_calls(subject, account=account, end=last_day, limit=config.buffer_size, closes=closes)[0]
+        for subject in SUBJECTS
+    }
+    return summarise(calls, threshold=config.threshold, min_samples=config.min_samples)
+
+
+# ---------------------------------------------------------------------------------------------
+# The isotonic refit, and reading it back
+# ---------------------------------------------------------------------------------------------
+
+
+def _refit_subject(subject: str, *, end: dt.date, config: CalibrationSettings) -> CalibrationFit | None:
+    calls, total = resolved_calls(subject, end=end, limit=config.buffer_size)
+    last = CalibrationFit.objects.filter(subject=subject).order_by("-fitted_at", "-id").first()
+    since = None if last is None or last.samples > total else total - last.samples
+    if not should_refit(
+        samples_since_fit=since, refit_every=config.refit_every, total_samples=total, min_samples=config.min_samples
+    ):
+        return None
+    if not calls:
+        return None
+    confidences = [call.confidence for call in calls]
+    outcomes = [int(call.right) for call in calls]
+    fitted = fit_isotonic(confidences, outcomes)
+    return CalibrationFit.objects.create(
+        subject=subject,
+        samples=total,
+        points=[[round(x, 6), round(y, 6)] for x, y in fitted.points],
+        ece_before=expected_calibration_error(confidences, outcomes, N_BINS),
+        ece_after=expected_calibration_error([fitted.apply(c) for c in confidences], outcomes, N_BINS),
+    )
+
+
+def refit_calibration(*, end: dt.date | None = None) -> list[CalibrationFit]:
+    """Refit every subject that is due (see the module); the new fits, none when nothing was due."""
+    config = CalibrationSettings.from_settings()
+    last_day = end or dt.date.today()
+    fits = [_refit_subject(subject, end=last_day, config=config) for subject in SUBJECTS]
+    return [fit for fit in fits if fit is not None]
+
+
+def _interpolate(points: Sequence[Sequence[float]], x: float) -> float:
+    """The fitted map at ``x``: linear between points, flat beyond the ends (as ``IsotonicMap``)."""
+    xs = [float(point[0]) for point in points]
+    ys = [float(point[1]) for point in points]
+    if x <= xs[0]:
+        return ys[0]
+    if x >= xs[-1]:
+        return ys[-1]
+    right = bisect.bisect_right(xs, x)
+    x0, x1, y0, y1 = xs[right - 1], xs[right], ys[right - 1], ys[right]
+    if x1 == x0:
+        return y1
+    return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+
+
+def historical_rate(subject: str, confidence: Decimal | float) -> float | None:
+    """How often ``subject``'s calls at this confidence turned out right, by its latest isotonic
+    fit; None before the first fit or for a confidence outside [0, 1]."""
+    value = float(confidence)
+    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
+        return None
+    fit = CalibrationFit.objects.filter(subject=subject).order_by("-fitted_at", "-id").first()
+    if fit is None or not fit.points:
+        return None
+    return _interpolate(fit.points, value)

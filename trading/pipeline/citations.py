@@ -1,0 +1,89 @@
+"""The playbook citations a run's agents made, stored as rows (``HeuristicCitation``).
+
+Code reads the codes out of what each role wrote (``agents.domain.playbook``) and checks each against
+the playbook the run was shown (kept in its context stage). A code that was not active then (a
+candidate, a retired rule, one never written) is stored as not accepted, with no heuristic: visible,
+never counted. The rows are written in the transaction that stores the stage they come from, keyed
+on (run, role, code), and a stage's rows are replaced as a whole, so a stage written again (a
+resumed or re-delivered run) never duplicates one:
+
+- the analysts stage: one set per note, from its summary, key points and evidence, tied to the note;
+- the debate stage: the bull's and the bear's cases (before and after the rebuttal) and the manager's
+  verdict (rationale, disagreements, falsifiers);
+- the trader stage: the thesis's rationale, invalidation conditions and key risks;
+- the risk stage: the thesis row, once made, is tied to the debate's and the trader's citations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+
+from agents.domain.playbook import verdicts
+from agents.models import Heuristic
+from agents.roles import AnalystNote, BearCase, BullCase, DebateResult, TradeThesis
+from trading.models import AnalystNoteRecord, HeuristicCitation, PipelineRun, Thesis
+
+__all__ = [
+    "case_texts",
+    "citations_link_thesis",
+    "citations_store",
+    "note_texts",
+    "thesis_texts",
+    "verdict_texts",
+]
+
+
+def note_texts(note: AnalystNote) -> list[str]:
+    return [note.summary, *note.key_points, *note.evidence]
+
+
+def case_texts(*cases: BullCase | BearCase) -> list[str]:
+    return [text for case in cases for text in (case.argument, *case.supporting_points, *case.risks)]
+
+
+def verdict_texts(result: DebateResult) -> list[str]:
+    # ``rebuttals`` is written by code from the cases (already read as the bull's and bear's), not the manager.
+    return [result.manager_rationale, *result.key_disagreements, *result.falsifiers]
+
+
+def thesis_texts(thesis: TradeThesis) -> list[str]:
+    return [thesis.rationale, *thesis.invalidation_conditions, *thesis.key_risks]
+
+
+def citations_store(
+    *,
+    run: PipelineRun,
+    texts_by_role: Mapping[str, Iterable[str]],
+    active_codes: Collection[str],
+    notes: Mapping[str, AnalystNoteRecord] | None = None,
+) -> list[HeuristicCitation]:
+    """Store each role's citations (replacing that role's earlier rows of this run) and return them.
+    Call it inside the stage's transaction."""
+    notes = notes or {}
+    found = {role: verdicts(texts, active_codes) for role, texts in texts_by_role.items()}
+    accepted_codes = {verdict.code for cited in found.values() for verdict in cited if verdict.accepted}
+    heuristics = {row.code: row for row in Heuristic.objects.filter(code__in=accepted_codes)}
+    stored: list[HeuristicCitation] = []
+    for role, cited in found.items():
+        HeuristicCitation.objects.filter(run=run, role=role).exclude(code__in=[v.code for v in cited]).delete()
+        for verdict in cited:
+            # A code active at the run whose row has gone since cannot be tied to a rule: not counted.
+            heuristic = heuristics.get(verdict.code) if verdict.accepted else None
+            row, _ = HeuristicCitation.objects.update_or_create(
+                run=run,
+                role=role,
+                code=verdict.code,
+                defaults={
+                    "note": notes.get(role),
+                    "heuristic": heuristic,
+                    "accepted": heuristic is not None,
+                    "cited_on": run.as_of,
+                },
+            )
+            stored.append(row)
+    return stored
+
+
+def citations_link_thesis(*, run: PipelineRun, thesis: Thesis) -> int:
+    """Tie the run's citations that belong to no note (the debate's, the trader's) to its thesis."""
+    return HeuristicCitation.objects.filter(run=run, note__isnull=True, thesis__isnull=True).update(thesis=thesis)
