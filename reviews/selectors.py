@@ -99,7 +99,8 @@ def position_lifecycle_for(position: Position) -> Lifecycle:
             f"the book's rows for position {position.pk} do not add up, so no lifecycle is shown: {problem}"
         ) from problem
     fill = HindsightFill(Decimal(str(settings.BROKER["SLIPPAGE_BPS"])), position.instrument.tick_size)
-    return position_lifecycle(record, cost_model=cost_model(), fill=fill)
+    checkpoints = tuple(settings.RETROSPECTIVE["TRAJECTORY_CHECKPOINTS"])
+    return position_lifecycle(record, checkpoints=checkpoints, cost_model=cost_model(), fill=fill)
 
 
 def exit_session_of(position: Position) -> int:

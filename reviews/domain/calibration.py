@@ -59,6 +59,7 @@ __all__ = [
     "conformal_quantile",
     "conformal_rank",
     "ece_alarm",
+    "ece_of_bins",
     "expected_calibration_error",
     "fit_isotonic",
     "reliability_bins",
@@ -99,6 +100,12 @@ def _samples(confidences: Sequence[Confidence], outcomes: Sequence[int]) -> tupl
         raise ValueError(f"{len(confidences)} confidences but {len(outcomes)} outcomes: they must pair up")
     if not confidences:
         raise ValueError("no confidences: calibration needs at least one resolved call")
+    # The common case, plain floats in [0, 1] and 0/1 ints, is checked in bulk; anything else is
+    # checked value by value, so a bad one is named.
+    if all(type(value) is float for value in confidences) and all(type(value) is int for value in outcomes):
+        stated = np.asarray(confidences, dtype=float)
+        if bool(np.all((stated >= 0.0) & (stated <= 1.0))) and set(outcomes) <= {0, 1}:  # NaN fails the range
+            return list(confidences), list(outcomes)  # type: ignore[arg-type]  # all floats, just checked
     checked = [_confidence(value, f"confidence #{i}") for i, value in enumerate(confidences)]
     results = [_outcome(value, f"outcome #{i}") for i, value in enumerate(outcomes)]
     return checked, results
@@ -177,9 +184,12 @@ def reliability_bins(
     checked, results = _samples(confidences, outcomes)
     edges = np.linspace(0.0, 1.0, bins + 1)
     indices = np.searchsorted(edges[1:-1], np.asarray(checked, dtype=float))
-    members: list[list[tuple[float, int]]] = [[] for _ in range(bins)]
-    for index, confidence, outcome in zip(indices.tolist(), checked, results, strict=True):
-        members[int(index)].append((confidence, outcome))
+    # Group by bin in one stable sort (each bin keeps the input order, as appending would).
+    order = np.argsort(indices, kind="stable").tolist()
+    bounds = np.searchsorted(indices[order], np.arange(bins + 1)).tolist()
+    members: list[list[tuple[float, int]]] = [
+        [(checked[i], results[i]) for i in order[bounds[index] : bounds[index + 1]]] for index in range(bins)
+    ]
     return _bin_rows(members, [float(edge) for edge in edges])
 
 
@@ -189,8 +199,15 @@ def expected_calibration_error(confidences: Sequence[Confidence], outcomes: Sequ
     0 when every bin's stated confidence matches its hit rate; 1 when every call was stated with
     certainty (1.0 or 0.0) and went the other way. Refuses bad input as ``reliability_bins`` does.
     """
-    rows = reliability_bins(confidences, outcomes, n_bins)
+    return ece_of_bins(reliability_bins(confidences, outcomes, n_bins))
+
+
+def ece_of_bins(rows: Sequence[ReliabilityBin]) -> float:
+    """The expected calibration error of bins already made (``reliability_bins``): the same figure
+    as ``expected_calibration_error`` on their samples, without binning them again."""
     total = sum(row.count for row in rows)
+    if not total:
+        raise ValueError("no samples in the bins: calibration needs at least one resolved call")
     return math.fsum(row.count / total * row.gap for row in rows if row.gap is not None)
 
 

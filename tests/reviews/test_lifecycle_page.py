@@ -184,3 +184,13 @@ def test_the_portfolio_and_the_thesis_link_to_a_closed_positions_lifecycle(viewe
 
     assert f'href="{url}"' in portfolio
     assert f'href="{url}"' in thesis
+
+
+def test_the_trajectory_is_read_at_the_configured_checkpoints(settings) -> None:
+    from reviews.selectors import position_lifecycle_for
+    from tests.factories import position_on_path
+
+    position = position_on_path(["100", "100.5", "101", "101.5", "102", "102.5", "103"], close_by_hand="taking profit")
+    settings.RETROSPECTIVE = {**settings.RETROSPECTIVE, "TRAJECTORY_CHECKPOINTS": [2, 4]}
+
+    assert [point.session for point in position_lifecycle_for(position).trajectory] == [2, 4]

@@ -509,3 +509,23 @@ def test_a_thesis_without_a_closed_position_shows_no_outcome(reader):
     _, text = page(reader, reverse("thesis_detail", args=[position.thesis_id]))
 
     assert 'id="thesis-outcome"' not in text
+
+
+def test_a_model_bill_left_out_for_want_of_a_rate_is_said_on_the_report(reader):
+    report = RetrospectiveReportFactory(horizon="weekly", account=default_account())
+    report.hard = {
+        **report.hard,
+        "inference_source": {
+            "recorded": "0.750000",
+            "currency": "USD",
+            "rate": None,
+            "counted": False,
+            "note": "model calls cost 0.75 USD, not counted: set DESK_INFERENCE_RATE (INR per USD) to count them",
+        },
+    }
+    report.save(update_fields=["hard"])
+
+    status, text = page(reader, f"/reviews/reports/{report.pk}/")
+
+    assert status == 200
+    assert "model calls cost 0.75 USD, not counted: set DESK_INFERENCE_RATE" in section(text, "inference-source")
