@@ -8,8 +8,10 @@ is taken from a model's words except the texts shown as texts (rationales, the c
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import cast
 
 from django.conf import settings
 
@@ -99,7 +101,8 @@ def position_lifecycle_for(position: Position) -> Lifecycle:
             f"the book's rows for position {position.pk} do not add up, so no lifecycle is shown: {problem}"
         ) from problem
     fill = HindsightFill(Decimal(str(settings.BROKER["SLIPPAGE_BPS"])), position.instrument.tick_size)
-    checkpoints = tuple(settings.RETROSPECTIVE["TRAJECTORY_CHECKPOINTS"])
+    configured = cast(Sequence[int], settings.RETROSPECTIVE["TRAJECTORY_CHECKPOINTS"])
+    checkpoints = tuple(int(session) for session in configured)
     return position_lifecycle(record, checkpoints=checkpoints, cost_model=cost_model(), fill=fill)
 
 

@@ -133,6 +133,25 @@ def _fresh_memory_index():
     memory_cache.reset()
 
 
+@pytest.fixture(autouse=True)
+def _fresh_throttle_counts():
+    """Each test starts with no API throttle history. User ids repeat from test to test (their rows
+    are rolled back), so without this the requests of earlier tests would add up under one id to a
+    429 in a later one. Only this worker's keys go: in Redis they carry its own key prefix."""
+    from django.core.cache import caches
+    from django.core.cache.backends.locmem import LocMemCache
+
+    cache = caches["throttle"]
+    if isinstance(cache, LocMemCache):
+        cache.clear()
+    else:
+        client = cache._cache.get_client(write=True)  # type: ignore[attr-defined]  # RedisCache's client
+        stale = list(client.scan_iter(match=cache.make_key("throttle_*"), count=1000))
+        if stale:
+            client.delete(*stale)
+    yield
+
+
 def make_roomy(account):
     """Limits so a thesis passes every check whatever the random walk's volatility and whichever
     side the debate takes."""
