@@ -29,6 +29,10 @@ INSIDE_SHARE = Decimal("0.35")  # bars at least this share of the widest carry t
 TOTAL_LABELS = frozenset({"Net result", "Net"})
 
 
+# A short bar's label sits beside it unless that is within this share of the axis from its edge.
+EDGE_SHARE = Decimal("0.22")
+
+
 def attribution_waterfall(
     rows: Iterable[Mapping[str, Any]], *, currency: str = DEFAULT_CURRENCY, net_label: str = "Net result"
 ) -> dict[str, Any]:
@@ -49,7 +53,7 @@ def attribution_waterfall(
             x=[float(amount) for amount in amounts],
             measure=["total" if label in TOTAL_LABELS else "relative" for label in labels],
             text=[format_money(amount, currency) for amount in amounts],
-            textposition=_text_positions(amounts),
+            textposition=_text_positions(amounts, [label in TOTAL_LABELS for label in labels]),
             insidetextanchor="middle",
             hovertemplate="%{y}: %{text}<extra></extra>",
             increasing={"marker": {"color": UP}},
@@ -89,11 +93,34 @@ def attribution_waterfall(
     return {"data": [_plain_trace(trace) for trace in plain["data"]], "layout": plain["layout"]}
 
 
-def _text_positions(amounts: list[Decimal]) -> list[str]:
+def _text_positions(amounts: list[Decimal], totals: list[bool] | None = None) -> list[str]:
     """A long bar carries its amount inside; a short one beside it, where it stays readable (Plotly's
-    "auto" drops a label it cannot fit in a narrow chart)."""
+    "auto" drops a label it cannot fit in a narrow chart) — unless beside it is the edge of the plot,
+    where the label would run over the row names (left) or off the chart (right): then inside too."""
     widest = max((abs(amount) for amount in amounts), default=Decimal(0))
-    return ["inside" if widest and abs(amount) >= widest * INSIDE_SHARE else "outside" for amount in amounts]
+    extents = _bar_extents(amounts, totals or [False] * len(amounts))
+    low = min([Decimal(0), *(start for start, _ in extents)])
+    high = max([Decimal(0), *(end for _, end in extents)])
+    room = (high - low) * EDGE_SHARE
+    positions = []
+    for amount, (start, end) in zip(amounts, extents, strict=True):
+        long_bar = widest and abs(amount) >= widest * INSIDE_SHARE
+        at_edge = (amount < 0 and start - low < room) or (amount > 0 and high - end < room)
+        positions.append("inside" if long_bar or at_edge else "outside")
+    return positions
+
+
+def _bar_extents(amounts: list[Decimal], totals: list[bool]) -> list[tuple[Decimal, Decimal]]:
+    """Where each bar lies on the money axis: a relative bar from the running level, a total from 0."""
+    level, extents = Decimal(0), []
+    for amount, total in zip(amounts, totals, strict=True):
+        if total:
+            level = amount
+            extents.append((min(Decimal(0), amount), max(Decimal(0), amount)))
+        else:
+            extents.append((min(level, level + amount), max(level, level + amount)))
+            level += amount
+    return extents
 
 
 def _amount(value: object) -> Decimal:

@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field
 from agents.domain.hygiene import fence, fence_guard
 from agents.domain.llm import Budget, ModelChoice, ModelRequest, NullRecorder, Recorder, RetryPolicy, Tier
 from agents.roles._base import Evidence, Point, RoleOutput, ShortText, Unit, ask, build_request, short
+from vocabulary.money import format_money
 
 __all__ = [
     "CONFIDENCE_CAPS",
@@ -225,8 +226,12 @@ def _decimal(value: object) -> Decimal:
 
 
 def _rupees(value: object) -> str:
-    """A money figure quoted exactly as the hard part writes it."""
-    return f"₹{value}"
+    """A money figure as the pages write it ("-₹7,421.88"): the hard part's own amount, grouped."""
+    try:
+        amount = Decimal(str(value))
+    except InvalidOperation:
+        return f"₹{value}"
+    return format_money(amount) if amount.is_finite() else f"₹{value}"
 
 
 def _rows(hard: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:

@@ -63,17 +63,17 @@ def offline(hard: dict[str, Any], horizon: str = "weekly") -> RetrospectiveNarra
     return narrative_draft(request.symbol, request.evidence)
 
 
-def test_the_offline_narrative_reads_the_figures_and_quotes_them_verbatim() -> None:
+def test_the_offline_narrative_reads_the_figures_and_quotes_them_as_the_pages_write_them() -> None:
     narrative = offline(HARD)
     text = " ".join([*narrative.what_worked, *narrative.what_failed, narrative.hindsight])
 
     assert ungrounded(narrative.model_dump(mode="json"), HARD) == []
-    assert "TCS LONG was the best position: ₹1500.00" in text
-    assert "INFY LONG was the worst position: ₹-1200.00" in text
+    assert "TCS LONG was the best position: ₹1,500.00" in text
+    assert "INFY LONG was the worst position: -₹1,200.00" in text
     assert "inaction beat 3 of 4 closed positions (superiority 0.7500)" in text
     assert "H-3 (KEEP)" in text and "H-7 (DEMOTE)" in text
     assert "expected calibration error 0.3125" in text
-    assert "INFY LONG gave back ₹1650.25" in text
+    assert "INFY LONG gave back ₹1,650.25" in text
     codes = [proposal.heuristic for proposal in narrative.proposals]
     assert codes[0] == "H-7" and len(narrative.proposals) <= 3
 

@@ -84,3 +84,17 @@ def test_decimals_are_accepted_as_well_as_strings():
     trace = trace_of(attribution_waterfall([{"label": "Gains", "amount": Decimal("12.5")}]))
 
     assert trace["x"] == [12.5, 12.5] and trace["text"] == ["₹12.50", "₹12.50"]
+
+
+def test_a_short_bar_at_the_edge_of_the_plot_keeps_its_label_inside_not_over_the_row_names() -> None:
+    from decimal import Decimal
+
+    from reviews.charts import _text_positions
+
+    # Losses take the running level far left; the small unrealised change then ends at the axis's
+    # left edge, where a label beside it would sit on the row names. A small charge mid-way keeps
+    # its label beside the bar.
+    amounts = [Decimal("0"), Decimal("-6783.20"), Decimal("-201.55"), Decimal("-3000"), Decimal("-9984.75")]
+    positions = _text_positions(amounts, [False, False, False, False, True])
+
+    assert positions == ["outside", "inside", "outside", "inside", "inside"]
