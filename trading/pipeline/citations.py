@@ -63,25 +63,29 @@ def citations_store(
     found = {role: verdicts(texts, active_codes) for role, texts in texts_by_role.items()}
     accepted_codes = {verdict.code for cited in found.values() for verdict in cited if verdict.accepted}
     heuristics = {row.code: row for row in Heuristic.objects.filter(code__in=accepted_codes)}
-    stored: list[HeuristicCitation] = []
+    earlier = HeuristicCitation.objects.filter(run=run, role__in=list(found))
+    # A stage written again keeps the thesis its rows were already tied to.
+    thesis_of = {(role, code): thesis for role, code, thesis in earlier.values_list("role", "code", "thesis_id")}
+    earlier.delete()
+    rows = []
     for role, cited in found.items():
-        HeuristicCitation.objects.filter(run=run, role=role).exclude(code__in=[v.code for v in cited]).delete()
         for verdict in cited:
             # A code active at the run whose row has gone since cannot be tied to a rule: not counted.
             heuristic = heuristics.get(verdict.code) if verdict.accepted else None
-            row, _ = HeuristicCitation.objects.update_or_create(
-                run=run,
-                role=role,
-                code=verdict.code,
-                defaults={
-                    "note": notes.get(role),
-                    "heuristic": heuristic,
-                    "accepted": heuristic is not None,
-                    "cited_on": run.as_of,
-                },
+            rows.append(
+                HeuristicCitation(
+                    run=run,
+                    role=role,
+                    code=verdict.code,
+                    note=notes.get(role),
+                    thesis_id=thesis_of.get((role, verdict.code)),
+                    heuristic=heuristic,
+                    accepted=heuristic is not None,
+                    cited_on=run.as_of,
+                )
             )
-            stored.append(row)
-    return stored
+    # One read, one delete and one insert per stage, however many codes its roles cited.
+    return HeuristicCitation.objects.bulk_create(rows)
 
 
 def citations_link_thesis(*, run: PipelineRun, thesis: Thesis) -> int:
