@@ -500,6 +500,66 @@ CELERY_BEAT_SCHEDULE |= {
     "review-epoch": {"task": "reviews.epoch_reviews", "schedule": crontab(hour=18, minute=0)},
 }
 
+# --- The critique agent (reviews/critique/) -----------------------------------------------------
+CRITIQUE = {
+    "ENABLED": env_bool("DESK_CRITIQUE", True),
+    # No critique before a strategy has this many runs; after that, each run fires with this chance.
+    "MIN_RUNS": env_int("DESK_CRITIQUE_MIN_RUNS", 10, minimum=0),
+    "PROBABILITY": env_float("DESK_CRITIQUE_PROBABILITY", 0.10, minimum=0.0),
+    # Adaptive: the chance rises with a volatile trajectory, unresolved findings or a deepening
+    # drawdown, and falls after clean reviews, between the floor and the ceiling.
+    "ADAPTIVE": env_bool("DESK_CRITIQUE_ADAPTIVE", False),
+    "PROBABILITY_FLOOR": env_float("DESK_CRITIQUE_FLOOR", 0.05, minimum=0.0),
+    "PROBABILITY_CEILING": env_float("DESK_CRITIQUE_CEILING", 0.50, minimum=0.0),
+    # Seed of the trigger's random source: the same strategy, run count and seed draw the same.
+    "SEED": env_int("DESK_CRITIQUE_SEED", 0),
+    # A live strategy run waits at most this long for its critique, then goes on under the
+    # directive already in force.
+    "DEADLINE_SECONDS": env_float("DESK_CRITIQUE_DEADLINE_SECONDS", 120.0, minimum=0.0),
+    # Model tier of the critic (a senior strategist's review of many runs: deep by default).
+    "TIER": env_str("DESK_CRITIQUE_TIER", "deep"),
+    # Where each critique is archived as critique_run_NNN.json, one folder per strategy.
+    "ARCHIVE_DIR": env_str("DESK_CRITIQUE_ARCHIVE_DIR", str(DATA_DIR / "critiques")),
+    # The evidence pack: how many of the latest runs, theses and positions it reads.
+    "LOOKBACK_RUNS": env_int("DESK_CRITIQUE_LOOKBACK_RUNS", 60, minimum=5),
+    # A rank IC below this (in absolute value) is noise.
+    "IC_FLOOR": env_float("DESK_CRITIQUE_IC_FLOOR", 0.03, minimum=0.0),
+    # log_signal_ics: how many signal families must have their rank ICs logged.
+    "MIN_IC_FAMILIES": env_int("DESK_CRITIQUE_MIN_IC_FAMILIES", 3, minimum=1),
+}
+
+# --- The research agent (research/) -------------------------------------------------------------
+RESEARCH = {
+    # Walk-forward: "rolling" or "anchored" windows, how many folds, and the purge gap (sessions)
+    # between each in-sample window and the out-of-sample one after it.
+    "WINDOW": env_str("DESK_RESEARCH_WINDOW", "rolling"),
+    "FOLDS": env_int("DESK_RESEARCH_FOLDS", 5, minimum=2),
+    "PURGE_BARS": env_int("DESK_RESEARCH_PURGE_BARS", 5, minimum=0),
+    # The sacred holdout: the latest share of the data, reserved when a session starts.
+    "HOLDOUT_FRACTION": env_float("DESK_RESEARCH_HOLDOUT", 0.20, minimum=0.05),
+    # Promotion gates.
+    "MIN_DSR": env_float("DESK_RESEARCH_MIN_DSR", 0.95, minimum=0.0),
+    "MIN_TRADES": env_int("DESK_RESEARCH_MIN_TRADES", 10, minimum=1),
+    "MAX_DRAWDOWN": env_float("DESK_RESEARCH_MAX_DRAWDOWN", 0.25, minimum=0.0),
+    # A kept proposal's OOS drawdown may be at most this much worse than the incumbent's.
+    "DRAWDOWN_GUARD": env_float("DESK_RESEARCH_DRAWDOWN_GUARD", 0.05, minimum=0.0),
+    "SHORTLIST_SIZE": env_int("DESK_RESEARCH_SHORTLIST", 5, minimum=1),
+    "PBO_SPLITS": env_int("DESK_RESEARCH_PBO_SPLITS", 8, minimum=2),
+    # Budgets (the command's flags override them for one session).
+    "MAX_TRIALS": env_int("DESK_RESEARCH_MAX_TRIALS", 50, minimum=1),
+    "MAX_TOKENS": env_int("DESK_RESEARCH_MAX_TOKENS", 200_000, minimum=0),
+    "DRY_ROUNDS": env_int("DESK_RESEARCH_DRY_ROUNDS", 8, minimum=1),
+    # Starting capital of a backtest, in the instruments' currency.
+    "CAPITAL": env_str("DESK_RESEARCH_CAPITAL", "1000000"),
+    # Generated code: limits of the separate process it runs in.
+    "SANDBOX_CPU_SECONDS": env_int("DESK_RESEARCH_SANDBOX_CPU", 10, minimum=1),
+    "SANDBOX_MEMORY_MB": env_int("DESK_RESEARCH_SANDBOX_MEMORY_MB", 512, minimum=64),
+    "SANDBOX_WALL_SECONDS": env_float("DESK_RESEARCH_SANDBOX_WALL", 20.0, minimum=1.0),
+    # The journal (one JSONL file per session) and the candidates' config files.
+    "JOURNAL_DIR": env_str("DESK_RESEARCH_JOURNAL_DIR", str(DATA_DIR / "research" / "journals")),
+    "CANDIDATES_DIR": env_str("DESK_RESEARCH_CANDIDATES_DIR", str(DATA_DIR / "research" / "candidates")),
+}
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

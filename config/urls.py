@@ -15,6 +15,8 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/", include("trading.api_urls")),
     path("api/", include("reviews.api_urls")),
+    path("api/", include("research.api_urls")),
     path("reviews/", include("reviews.urls")),
+    path("research/", include("research.urls")),
     path("", include("trading.urls")),
 ]

@@ -11,9 +11,10 @@ from trading.models.market import (
     Instrument,
     MacroIndicator,
     NewsItem,
+    ResearchSignal,
 )
 from trading.models.pipeline import AnalystNoteRecord, DebateRecord, HeuristicCitation, PipelineRun, StageRun
-from trading.models.strategies import Strategy, StrategyRun
+from trading.models.strategies import Strategy, StrategyDirective, StrategyRun
 
 __all__ = [
     "PRICE",
@@ -35,8 +36,10 @@ __all__ = [
     "PipelineRun",
     "Position",
     "PositionMark",
+    "ResearchSignal",
     "StageRun",
     "Strategy",
+    "StrategyDirective",
     "StrategyRun",
     "Thesis",
 ]

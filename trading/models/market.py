@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 
@@ -138,3 +139,42 @@ class FeatureSnapshot(models.Model):
 
     def __str__(self) -> str:
         return f"features {self.instrument_id}@{self.as_of}"
+
+
+class ResearchSignal(models.Model):
+    """A research candidate a person attached to a strategy as a signal the analysts read.
+
+    Written by the research pages on a person's click (research reads market data and may attach
+    evidence; it places nothing) and read by the pipeline's feature stage, which adds the signal's
+    current reading, with the figures below, to the technical analyst's evidence. Detaching keeps the
+    row (``detached_at``), so a run's evidence can always be traced to what was attached then."""
+
+    strategy = models.ForeignKey("trading.Strategy", on_delete=models.CASCADE, related_name="research_signals")
+    name = models.CharField(max_length=120, help_text="how the analysts see it, e.g. 'sma_crossover(10, 50)'")
+    signal = models.CharField(max_length=64, help_text="the signal strategy's key, e.g. 'sma_crossover'")
+    params = models.JSONField(default=dict)
+    # Out-of-sample, holdout and deflated-Sharpe figures from the research session, as computed there.
+    figures = models.JSONField(default=dict)
+    source = models.CharField(max_length=200, help_text="provenance: research session and trial")
+    candidate_ref = models.PositiveIntegerField(null=True, blank=True, help_text="the research.ResearchCandidate id")
+    attached_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    attached_at = models.DateTimeField(auto_now_add=True)
+    detached_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    detached_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["strategy", "-attached_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["strategy", "signal", "name"],
+                condition=Q(detached_at__isnull=True),
+                name="research_signal_attached_once",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} on strategy {self.strategy_id}"

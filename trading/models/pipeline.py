@@ -189,9 +189,7 @@ class HeuristicCitation(models.Model):
 
     class Meta:
         ordering = ["run", "role", "code"]
-        constraints = [
-            models.UniqueConstraint(fields=["run", "role", "code"], name="citation_once_per_run_role_code")
-        ]
+        constraints = [models.UniqueConstraint(fields=["run", "role", "code"], name="citation_once_per_run_role_code")]
         indexes = [models.Index(fields=["heuristic", "cited_on"], name="citation_by_heuristic_day")]
 
     def __str__(self) -> str:

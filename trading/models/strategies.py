@@ -77,6 +77,18 @@ class StrategyRun(models.Model):
         HOLD = "hold"
         REBALANCE = "rebalance"
 
+    class CritiqueDecision(models.TextChoices):
+        EXEMPT = "exempt", "exempt (too few runs)"
+        SKIPPED = "skipped", "not drawn"
+        FIRED = "fired"
+        OFF = "off", "critique switched off"
+
+    class CritiqueState(models.TextChoices):
+        PENDING = "pending", "running"
+        DONE = "done"
+        FAILED = "failed"
+        LATE = "late", "past its deadline"
+
     strategy = models.ForeignKey(Strategy, on_delete=models.CASCADE, related_name="runs")
     as_of = models.DateField()
     decision = models.CharField(max_length=16, choices=Decision.choices, default=Decision.PENDING)
@@ -84,6 +96,19 @@ class StrategyRun(models.Model):
     is_replay = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The critique pre-step (written by reviews, read here): whether it fired for this run and why,
+    # the critique's id (no foreign key: reviews sits above trading), and how the wait for it ended.
+    critique_decision = models.CharField(
+        max_length=16, choices=CritiqueDecision.choices, blank=True, help_text="blank: not evaluated yet"
+    )
+    critique_reason = models.TextField(blank=True, help_text="why it fired or not: run count, probability, draw")
+    critique_ref = models.PositiveIntegerField(null=True, blank=True, help_text="the reviews.Critique id")
+    critique_state = models.CharField(max_length=16, choices=CritiqueState.choices, blank=True)
+    # When the run's pipeline runs were sent (after the critique, or its deadline); null = not yet.
+    proceeded_at = models.DateTimeField(null=True, blank=True)
+    # The directives in force when the run started (StrategyDirective ids), and what held it, if anything.
+    directives_seen = models.JSONField(default=list, blank=True)
+    blocked_by = models.TextField(blank=True, help_text="the incomplete required actions that forced HOLD")
 
     class Meta:
         ordering = ["-as_of", "-id"]
@@ -93,3 +118,48 @@ class StrategyRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.strategy_id}@{self.as_of}={self.decision}"
+
+
+class StrategyDirective(models.Model):
+    """What a critique tells a strategy, in a row trading owns and reviews writes (the layers stay
+    one way: trading never imports the critique).
+
+    In force while ``lifted_at`` is null. Its ``text`` reaches the analysts', the debate's and the
+    trader's prompts, fenced as data. A DIRECTIVE whose ``blocking`` list is not empty is a hard gate:
+    the strategy's runs decide HOLD and none of its theses reaches approval. ``prohibitions`` are
+    patterns every agent is told to avoid; those of a kind code can check (``direction``,
+    ``instrument``, ``heuristic``) are refused at the risk stage."""
+
+    class Severity(models.TextChoices):
+        ADVISORY = "advisory"
+        DIRECTIVE = "directive"
+
+    strategy = models.ForeignKey(Strategy, on_delete=models.CASCADE, related_name="directives")
+    is_replay = models.BooleanField(default=False)
+    source_ref = models.PositiveIntegerField(help_text="the reviews.Critique id that issued it")
+    sequence = models.PositiveIntegerField(help_text="the critique's sequence number for the strategy")
+    severity = models.CharField(max_length=16, choices=Severity.choices)
+    text = models.TextField(help_text="the directive as the agents read it (markdown)")
+    # [{"kind": "direction"|"instrument"|"heuristic"|"text", "value": "...", "text": "..."}]
+    prohibitions = models.JSONField(default=list, blank=True)
+    # The required actions still incomplete: [{"id": action id, "kind": "...", "text": "..."}]
+    blocking = models.JSONField(default=list, blank=True)
+    opened_on = models.DateField(help_text="the as-of date of the run that issued it")
+    opened_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    lifted_at = models.DateTimeField(null=True, blank=True)
+    lifted_reason = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-opened_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["strategy", "is_replay", "source_ref"], name="one_directive_per_critique")
+        ]
+        indexes = [models.Index(fields=["strategy", "is_replay", "lifted_at"], name="directive_in_force")]
+
+    def __str__(self) -> str:
+        return f"{self.severity} #{self.sequence} for strategy {self.strategy_id}"
+
+    @property
+    def is_blocking(self) -> bool:
+        return self.lifted_at is None and self.severity == self.Severity.DIRECTIVE and bool(self.blocking)
