@@ -16,7 +16,15 @@ app = Celery("desk")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 # Each concept keeps its tasks in a `tasks` module of its own package.
 app.autodiscover_tasks(
-    ["trading.market", "trading.pipeline", "trading.book", "trading.strategies", "trading.health", "reviews"]
+    [
+        "trading.market",
+        "trading.pipeline",
+        "trading.book",
+        "trading.strategies",
+        "trading.health",
+        "reviews",
+        "research",
+    ]
 )
 
 

@@ -18,7 +18,7 @@ import plotly.graph_objects as go  # type: ignore[import-untyped]
 from trading.market.charts import _money_axis
 from vocabulary.money import DEFAULT_CURRENCY, format_money
 
-__all__ = ["TOTAL_LABELS", "attribution_waterfall"]
+__all__ = ["TOTAL_LABELS", "attribution_waterfall", "findings_trajectory"]
 
 UP, DOWN, TOTAL = "#15803d", "#b91c1c", "#1d4ed8"
 ROW_HEIGHT = 26  # pixels a row needs for its label and its bar
@@ -155,3 +155,73 @@ def _amount_axis(amounts: list[Decimal], currency: str) -> dict[str, Any]:
 def _plain_trace(trace: Mapping[str, Any]) -> dict[str, Any]:
     """Tuples (Plotly's storage) as lists, so the figure is plain JSON for ``json_script``."""
     return {key: list(value) if isinstance(value, tuple) else value for key, value in trace.items()}
+
+
+# --- The critique archive: each detector's score across a strategy's critiques -----------------
+
+DETECTOR_COLOURS = ("#1d4ed8", "#b91c1c", "#15803d", "#92400e", "#7c3aed", "#0e7490", "#be185d")
+FIRED, QUIET = "circle", "circle-open"
+
+
+def findings_trajectory(critiques: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """One line per detector: its score (0 = no sign of the loop, 1 = the loop in full) at each of
+    a strategy's critiques, in order. ``critiques`` are ``{"sequence", "as_of", "findings"}`` with
+    the stored findings; a filled marker is a detector that fired, a hollow one a detector that did
+    not. The scores are the stored ones, so the chart shows nothing the findings do not hold."""
+    points = [(f"#{item['sequence']} · {item['as_of']}", item.get("findings") or []) for item in critiques]
+    labels = [label for label, _ in points]
+    detectors: dict[str, dict[str, Any]] = {}
+    for index, (_, findings) in enumerate(points):
+        for finding in findings:
+            if not isinstance(finding, Mapping) or "detector" not in finding:
+                continue
+            key = str(finding["detector"])
+            line = detectors.setdefault(key, {"title": str(finding.get("title") or key), "scores": {}, "fired": {}})
+            line["scores"][index] = float(finding.get("score") or 0.0)
+            line["fired"][index] = bool(finding.get("fired"))
+    figure = go.Figure()
+    for number, (key, line) in enumerate(detectors.items()):
+        shown = sorted(line["scores"])
+        colour = DETECTOR_COLOURS[number % len(DETECTOR_COLOURS)]
+        figure.add_trace(
+            go.Scatter(
+                x=[labels[index] for index in shown],
+                y=[line["scores"][index] for index in shown],
+                mode="lines+markers",
+                name=line["title"],
+                meta=key,
+                line={"color": colour, "width": 2},
+                marker={
+                    "size": 9,
+                    "color": colour,
+                    "symbol": [FIRED if line["fired"][index] else QUIET for index in shown],
+                },
+                customdata=["fired" if line["fired"][index] else "quiet" for index in shown],
+                hovertemplate="%{fullData.name}<br>%{x}: %{y:.2f} (%{customdata})<extra></extra>",
+            )
+        )
+    figure.update_layout(
+        template="none",
+        height=400,
+        margin={"l": 50, "r": 20, "t": 10, "b": 90},
+        showlegend=True,
+        legend={"orientation": "h", "y": -0.22, "font": {"size": 11}},
+        xaxis={"type": "category", "categoryorder": "array", "categoryarray": labels, "gridcolor": "#e2e8f0"},
+        yaxis={"title": {"text": "score"}, "range": [-0.03, 1.05], "gridcolor": "#e2e8f0", "zeroline": False},
+        plot_bgcolor="#ffffff",
+        paper_bgcolor="#ffffff",
+        font={"size": 12},
+    )
+    if not detectors:
+        figure.add_annotation(
+            text="no finished critique yet",
+            xref="paper",
+            yref="paper",
+            x=0.5,
+            y=0.5,
+            showarrow=False,
+            font={"color": "#64748b"},
+        )
+    plain = figure.to_plotly_json()
+    plain["layout"].pop("template", None)
+    return {"data": [_plain_trace(trace) for trace in plain["data"]], "layout": plain["layout"]}

@@ -75,7 +75,7 @@ def provider_for(report: RetrospectiveReport) -> str:
     return str(settings.LLM["PROVIDER"])
 
 
-class _DayBudget:
+class DayBudget:
     """The desk's daily cost budget for paid providers (``LLM["DAILY_COST_BUDGET"]``): a review's
     call is refused once today's recorded spend and its own reach it."""
 
@@ -117,7 +117,7 @@ def narrate(report: RetrospectiveReport, hard: dict[str, Any]) -> NarrativeOutco
             tier=_llm_tier(tier),
             symbol=_symbol(report),
             recorder=recorder,
-            budget=_DayBudget(recorder, provider),
+            budget=DayBudget(recorder, provider),
         )
     except (StageFailed, ValueError) as failure:
         reason = failure.reason if isinstance(failure, StageFailed) else str(failure)

@@ -1,15 +1,18 @@
-"""The reviews app's answers to what the book announces (see ``trading.book.signals``)."""
+"""The reviews app's answers to what the book and the strategies announce (see ``trading.book.signals``
+and ``trading.strategies.signals``)."""
 
 from __future__ import annotations
 
 from django.dispatch import receiver
 
 from agents.models import MemoryEntry
+from reviews.critique.trigger import on_strategy_run_opened, replay_critiques_clear
 from reviews.models import RetrospectiveReport, TradeReview
 from reviews.services import position_review
 from reviews.triggers import on_position_closed
 from trading.book.signals import replay_account_clearing, replay_position_closed
-from trading.models import Account, Position, Strategy
+from trading.models import Account, Position, Strategy, StrategyRun
+from trading.strategies.signals import replay_cleared, strategy_run_opened
 
 
 @receiver(replay_position_closed, dispatch_uid="review_a_replay_close_at_once")
@@ -30,3 +33,15 @@ def _clear_reviews(sender: type[Strategy], *, account: Account, **kwargs: object
     reviews.delete()
     MemoryEntry.objects.filter(pk__in=memory_ids).delete()
     RetrospectiveReport.objects.filter(account=account).delete()
+
+
+@receiver(strategy_run_opened, dispatch_uid="critique_pre_step_of_a_strategy_run")
+def _critique_pre_step(sender: type[StrategyRun], *, strategy_run: StrategyRun, replay: bool, **kwargs: object) -> None:
+    """Whether the new strategy run is critiqued, and the critique itself (see ``reviews.critique.trigger``)."""
+    on_strategy_run_opened(strategy_run, replay=replay)
+
+
+@receiver(replay_cleared, dispatch_uid="clear_a_replays_critiques")
+def _clear_critiques(sender: type[Strategy], *, strategy: Strategy, **kwargs: object) -> None:
+    """A replay starts again: its critiques go with its runs and directives."""
+    replay_critiques_clear(strategy)

@@ -75,3 +75,15 @@ def refit_calibration(day: str | None = None) -> dict[str, int]:
     from reviews.calibration_service import refit_calibration as refit
 
     return {fit.subject: fit.samples for fit in refit(end=_day(day))}
+
+
+@shared_task(name="reviews.run_critique", **RETRY)
+def run_critique(critique_id: int) -> dict:
+    """A live strategy run's critique (sent by ``reviews.critique.trigger``): the critic's review, then
+    its end written on the strategy run, which proceeds at once if its deadline has not passed."""
+    from reviews.critique.trigger import critique_execute
+
+    critique = critique_execute(critique_id)
+    if critique is None:
+        return {"status": "gone", "critique_id": critique_id}
+    return {"status": critique.status, "critique_id": critique_id, "sequence": critique.sequence}

@@ -1,7 +1,7 @@
 """The desk's roles as Django groups with real permissions.
 
 viewer   reads everything;
-approver reads everything and decides on theses, starts runs;
+approver reads everything and decides on theses, starts runs and research sessions;
 admin    all of that, imports market data and manages users in the admin.
 """
 
@@ -31,7 +31,9 @@ def _desk_permissions(*codenames: str) -> list[Permission]:
 def ensure_desk_groups() -> dict[str, Group]:
     """Create or refresh the three groups. Safe to call any number of times."""
     read = _read_permissions()
-    approve = _desk_permissions("approve_thesis", "start_run")
+    approve = _desk_permissions("approve_thesis", "start_run") + list(
+        Permission.objects.filter(content_type__app_label="research", codename="run_research")
+    )
     admin_extra = _desk_permissions("import_market_data") + list(
         Permission.objects.filter(content_type__app_label__in=("auth", *_READ_APPS))
     )

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trading.models import AuditEvent
+from trading.models.desk import AuditEvent
 
 
 def audit_record(

@@ -17,7 +17,9 @@ from pydantic import BaseModel
 from agents.domain.llm import ModelError, ModelReply, ModelRequest
 from agents.roles._base import OFFLINE_MODEL, OFFLINE_PROVIDER, Evidence
 from agents.roles.analysts import fundamental_note, news_note, self_critique, sentiment_note, technical_note
+from agents.roles.critic import critique_draft
 from agents.roles.manager import manager_result
+from agents.roles.research_proposer import proposal_draft
 from agents.roles.researchers import bear_case, bear_rebuttal, bull_case, bull_rebuttal
 from agents.roles.retrospective import narrative_draft
 from agents.roles.reviewer import reviewer_draft
@@ -40,6 +42,8 @@ _RULES: dict[str, Callable[[str, Evidence], BaseModel]] = {
     "self_critique": self_critique,
     "reviewer": reviewer_draft,
     "retrospective": narrative_draft,
+    "critic": critique_draft,
+    "research_proposer": proposal_draft,
 }
 
 

@@ -4,7 +4,9 @@ Every refusal has a reason a person can read. A decision is claimed with a condi
 the thesis row, so two approvals at the same moment produce exactly one order. An approval runs
 the risk checks again against the live book (open positions, working orders, today's loss) with
 the account locked, so two approvers approving two theses at once cannot pass a limit between
-them.
+them. A strategy held by a blocking critique directive (``StrategyDirective``, written by the
+critique in the layer above and read here as data) has none of its theses approved until the
+directive's required actions are complete.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from django.utils import timezone
 from trading.audit import audit_record
 from trading.book.accounts import account_lock, instrument_live_idea, thesis_book_check
 from trading.book.domain.risk import RiskDecision
-from trading.models import DailyBar, Order, Thesis
+from trading.models import DailyBar, Order, StrategyDirective, Thesis
 from vocabulary.features import FeatureBundle
 from vocabulary.refusals import InputRefused, NotAllowed, StateConflict
 
@@ -142,6 +144,57 @@ def _refuse_across_books(thesis: Thesis, *, replay: bool) -> None:
         raise DecisionRefused("a replay cannot decide a live thesis")
 
 
+def directives_in_force(strategy_id: int, *, is_replay: bool, as_of: dt.date | None = None) -> list[StrategyDirective]:
+    """The critique directives a strategy is under (not lifted), oldest first. A replay's are its
+    own: a live directive never binds a replay, nor a replay's the live desk. ``as_of`` leaves out a
+    replay's directives opened after that day."""
+    rows = StrategyDirective.objects.filter(strategy_id=strategy_id, is_replay=is_replay, lifted_at__isnull=True)
+    if as_of is not None:
+        rows = rows.filter(opened_on__lte=as_of)
+    return list(rows.order_by("sequence", "id"))
+
+
+def _blocking_action(item: object) -> str:
+    if not isinstance(item, dict):
+        return str(item)
+    label = item.get("number") or item.get("id") or "?"
+    return f"action {label} ({item.get('kind', 'free_form')}): {' '.join(str(item.get('text', '')).split())}"
+
+
+def gate_reason(directives: list[StrategyDirective]) -> str:
+    """Why the strategy is held by its critique, naming each incomplete required action; "" when no
+    directive blocks. The gate is this data, checked in code: what the agents were told plays no part."""
+    blocking = [directive for directive in directives if directive.is_blocking]
+    if not blocking:
+        return ""
+    parts = [
+        f"critique directive #{directive.sequence} has {len(directive.blocking)} required action(s) incomplete: "
+        + "; ".join(_blocking_action(item) for item in directive.blocking)
+        for directive in blocking
+    ]
+    return " | ".join(parts)
+
+
+def strategy_gate(strategy_id: int | None, *, is_replay: bool, as_of: dt.date | None = None) -> str:
+    """``gate_reason`` of the strategy's directives in force; "" for a run of no strategy."""
+    if strategy_id is None:
+        return ""
+    return gate_reason(directives_in_force(strategy_id, is_replay=is_replay, as_of=as_of))
+
+
+def _refuse_if_gated(thesis: Thesis, user: User | AnonymousUser, *, as_of: dt.date | None) -> None:
+    """A thesis of a strategy under a blocking directive is not approved, however it got into the
+    queue (one proposed before the critique, or a run that proceeded at its deadline)."""
+    strategy_run = thesis.run.strategy_run
+    if strategy_run is None:
+        return
+    held = strategy_gate(strategy_run.strategy_id, is_replay=thesis.run.is_replay, as_of=as_of)
+    if held:
+        reason = f"the strategy {strategy_run.strategy.name} is held by its critique: {held}"
+        audit_record(actor=user, action="approval_refused", target=f"thesis {thesis.pk}", reason=reason)
+        raise DecisionRefused(reason)
+
+
 def _refusal_from(decision: RiskDecision) -> DecisionRefused:
     """The failing checks are named in the sentence; their figures are in ``checks`` (each on its
     own line on the page, a list in the API's 409 and in the audit record)."""
@@ -165,7 +218,8 @@ def thesis_approve(
 ) -> Order:
     """Approve and place the order. Refuses (DecisionRefused) without the permission, after a
     decision, after the risk engine said no, after expiry, when the price has moved on, when the
-    instrument already has a live idea in the book, or when the checks fail against the live book.
+    instrument already has a live idea in the book, when the thesis's strategy is held by a blocking
+    critique directive, or when the checks fail against the live book.
     ``as_of`` bounds the staleness check and names the trading day for history replays (live: the
     latest bar and today); ``replay`` is the replay's own approval, the only one its theses take."""
     from trading.book.broker import order_place
@@ -176,6 +230,7 @@ def thesis_approve(
     _refuse_if_decided(thesis)
     if not thesis.risk_approved:
         raise DecisionRefused("the risk engine rejected this thesis; it cannot be approved")
+    _refuse_if_gated(thesis, user, as_of=as_of if replay else None)
     _expire_if_due(thesis, now)
     staleness = thesis_staleness(thesis, as_of=as_of)
     if staleness and staleness.is_stale:
@@ -217,9 +272,7 @@ def thesis_approve(
     return order
 
 
-def thesis_reject(
-    *, thesis: Thesis, user: User | AnonymousUser, comment: str, now: dt.datetime | None = None
-) -> None:
+def thesis_reject(*, thesis: Thesis, user: User | AnonymousUser, comment: str, now: dt.datetime | None = None) -> None:
     now = now or timezone.now()
     _check_permission(user)
     if not comment.strip():

@@ -17,10 +17,21 @@ from trading.book.approvals import APPROVE_PERMISSION, thesis_approve, thesis_re
 from trading.book.broker import position_close_by_hand
 from trading.market import charts
 from trading.market import selectors as market_selectors
-from trading.models import Account, Position, Strategy, Thesis
+from trading.models import Account, Position, Strategy, StrategyDirective, Thesis
 from trading.pipeline import presenters
 from trading.refusals import refused
 from vocabulary.refusals import NotAllowed, Refusal
+
+
+def gated_strategies() -> dict[bool, set[int]]:
+    """The strategies a critique's blocking directive holds, live (False) and replay (True): none of
+    their theses reaches approval until the directive's actions are complete."""
+    gated: dict[bool, set[int]] = {False: set(), True: set()}
+    in_force = StrategyDirective.objects.filter(lifted_at__isnull=True, severity=StrategyDirective.Severity.DIRECTIVE)
+    for directive in in_force.only("strategy_id", "is_replay", "severity", "blocking", "lifted_at"):
+        if directive.is_blocking:
+            gated[directive.is_replay].add(directive.strategy_id)
+    return gated
 
 
 def thesis_queue(request: HttpRequest) -> HttpResponse:
@@ -33,6 +44,7 @@ def thesis_queue(request: HttpRequest) -> HttpResponse:
         messages.error(request, f"{problem}.")
         theses, status = Thesis.objects.none(), 400
     page = Paginator(theses, 50).get_page(request.GET.get("page"))
+    gated = gated_strategies()
     return render(
         request,
         "trading/theses.html",
@@ -41,6 +53,8 @@ def thesis_queue(request: HttpRequest) -> HttpResponse:
             "filters": {key: request.GET.get(key, "") for key in selectors.QUEUE_FILTERS},
             "statuses": list(selectors.QUEUE_STATUSES),
             "strategies": Strategy.objects.values_list("name", flat=True),
+            "gated": gated[False],
+            "gated_replay": gated[True],
         },
         status=status,
     )

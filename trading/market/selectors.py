@@ -14,7 +14,7 @@ from django.db.models import Count, Max, Min, OuterRef, Q, QuerySet, Subquery
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
-from trading.models import DailyBar, FundamentalsSnapshot, Instrument, MacroIndicator, NewsItem
+from trading.models.market import DailyBar, FundamentalsSnapshot, Instrument, MacroIndicator, NewsItem
 from vocabulary.features import FundamentalsInput, MacroReading, NewsInput
 
 if TYPE_CHECKING:

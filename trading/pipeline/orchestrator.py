@@ -34,7 +34,7 @@ from agents.roles import AnalystNote, DebateResult, TradeThesis, anchors_from_bu
 from security.redaction import redact_data, redact_secrets
 from trading.audit import audit_record
 from trading.book.accounts import account_for_run, account_lock, account_portfolio, instrument_live_idea, risk_limits
-from trading.book.approvals import thesis_expiry
+from trading.book.approvals import directives_in_force, gate_reason, thesis_expiry
 from trading.book.domain.risk import evaluate_risk
 from trading.events import DeskEvent, publish
 from trading.market import services
@@ -43,10 +43,12 @@ from trading.models import (
     Account,
     AnalystNoteRecord,
     DebateRecord,
+    HeuristicCitation,
     Instrument,
     PipelineRun,
     StageRun,
     Strategy,
+    StrategyDirective,
     Thesis,
 )
 from trading.models.pipeline import STAGES
@@ -76,6 +78,7 @@ from trading.pipeline.outputs import (
     ContextOutput,
     DebateCalibration,
     DebateOutput,
+    DirectiveSeen,
     FeaturesOutput,
     RiskDecisionOutput,
     RiskOutput,
@@ -85,6 +88,7 @@ from trading.pipeline.outputs import (
     StageOutputUnreadable,
     TraderOutput,
 )
+from trading.pipeline.research_evidence import research_evidence
 from trading.pipeline.signals import run_finished
 from vocabulary.features import FeatureBundle
 
@@ -268,6 +272,50 @@ def _strategy_of(run: PipelineRun) -> Strategy | None:
     return strategy_run.strategy if strategy_run is not None else None
 
 
+DIRECTIVES_HEADING = (
+    "Critique directives in force for this strategy (from the desk's independent critic; code holds the "
+    "strategy to their required actions and checkable prohibitions):"
+)
+
+
+def _directives_of_run(run: PipelineRun) -> list[StrategyDirective]:
+    """The directives the run's snapshot recorded (so the agents read exactly what the run says it
+    saw); for a run without a snapshot, those in force now."""
+    strategy_run = run.strategy_run
+    if strategy_run is None:
+        return []
+    seen = (run.used or {}).get("directives") if isinstance(run.used, dict) else None
+    if seen is None:
+        return directives_in_force(strategy_run.strategy_id, is_replay=run.is_replay, as_of=run.as_of)
+    ids = [item["id"] for item in seen if isinstance(item, dict) and "id" in item]
+    return list(StrategyDirective.objects.filter(pk__in=ids).order_by("sequence", "id"))
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def directives_block(directives: list[StrategyDirective]) -> str:
+    """The lines every agent reads after the memory block: each directive's text and each of its
+    prohibitions, one line each. They go to the prompt inside the memory fence (written by a model:
+    data to weigh, never instructions); the gate itself is enforced in code, not by these words."""
+    if not directives:
+        return ""
+    lines = [DIRECTIVES_HEADING]
+    for directive in directives:
+        state = (
+            f"blocking: {len(directive.blocking)} required action(s) incomplete"
+            if directive.is_blocking
+            else directive.severity
+        )
+        lines.append(f"- critique #{directive.sequence} ({state}): {_one_line(directive.text)}")
+        for item in directive.prohibitions or []:
+            if isinstance(item, dict):
+                what = f"{item.get('kind', 'text')} {item.get('value', '')}".strip()
+                lines.append(f"- critique #{directive.sequence} prohibits {what}: {_one_line(item.get('text', ''))}")
+    return "\n".join(lines) + "\n"
+
+
 def _stage_context(ctx: RunContext) -> ContextOutput:
     instrument = ctx.run.instrument
     # A replay's run reads its own replay's lessons beside the live ones; a live run, live ones only.
@@ -285,11 +333,14 @@ def _stage_context(ctx: RunContext) -> ContextOutput:
         # The mandate travels with the memory block, so every agent reads it before the evidence.
         mandate = " ".join(strategy.philosophy.split())
         memory_block = f"Strategy mandate ({strategy.name}): {mandate}\n{memory_block}"
+        # The critique's directives follow, inside the same fence as the memory.
+        memory_block += directives_block(_directives_of_run(ctx.run))
     return ContextOutput(
         memory_block=memory_block,
         memory_ids=[hit.record.id for hit in hits],
         mandate=strategy.philosophy if strategy else "",
         playbook=active_playbook(),
+        research_signals=research_evidence(ctx.run),
     )
 
 
@@ -299,6 +350,7 @@ def _stage_analysts(ctx: RunContext) -> AnalystsOutput:
         ctx.bundle,
         memory_block=ctx.memory_block,
         playbook=ctx.playbook,
+        research_signals=_finished(ctx.outputs.context, "context").research_signals,
         recorder=ctx.recorder,
         budget=ctx.budget,
     )
@@ -335,18 +387,40 @@ def _stage_debate(ctx: RunContext) -> DebateOutput:
         memory_block=memory_block,
         playbook=playbook,
     )
-    calibrated = haircut_conviction(verdict.conviction, verdict.winner, notes)
+    calibration = DebateCalibration(**dataclasses.asdict(haircut_conviction(verdict.conviction, verdict.winner, notes)))
+    calibration = _capped(calibration, _directives_of_run(ctx.run))
     result = verdict.model_copy(
-        update={"conviction": calibrated.conviction, "proposed_conviction": calibrated.proposed}
+        update={"conviction": calibration.conviction, "proposed_conviction": calibration.proposed}
     )
     return DebateOutput(
-        bull_initial=bull,
-        bear_initial=bear,
-        bull=bull_final,
-        bear=bear_final,
-        result=result,
-        calibration=DebateCalibration(**dataclasses.asdict(calibrated)),
+        bull_initial=bull, bear_initial=bear, bull=bull_final, bear=bear_final, result=result, calibration=calibration
     )
+
+
+def conviction_cap(directives: list[StrategyDirective]) -> tuple[float, int] | None:
+    """The lowest ``max_conviction`` of the directives in force, and the critique that set it. The
+    cap is derived by code from the strategy's record (its win rate plus the allowed gap), never
+    taken from a model."""
+    caps = []
+    for directive in directives:
+        for item in directive.prohibitions or []:
+            if isinstance(item, dict) and item.get("kind") == "max_conviction":
+                try:
+                    caps.append((min(1.0, max(0.0, float(item.get("value", "")))), directive.sequence))
+                except ValueError:
+                    continue
+    return min(caps) if caps else None
+
+
+def _capped(calibration: DebateCalibration, directives: list[StrategyDirective]) -> DebateCalibration:
+    """The conviction the desk acts on, never above a directive's cap: code calibrates conviction,
+    and a critique that found it above the strategy's record tells code how far to trust it."""
+    cap = conviction_cap(directives)
+    if cap is None:
+        return calibration
+    value, sequence = cap
+    conviction = min(calibration.conviction, round(value, 4))
+    return calibration.model_copy(update={"conviction": conviction, "cap": value, "capped_by": sequence})
 
 
 def _decimal(value: float | None) -> Decimal | None:
@@ -411,6 +485,44 @@ def _held(run: PipelineRun, account: Account) -> str:
     return f"HOLD: {run.instrument.symbol} {busy}; one live idea per instrument" if busy else ""
 
 
+def _prohibited(run: PipelineRun, thesis: TradeThesis, directive: StrategyDirective) -> str:
+    """The first checkable prohibition of the directive the run breaks, in words; "" when none.
+    Direction and instrument are read from the thesis code made; a heuristic from this run's stored
+    citations. A prohibition of kind ``text`` is for the agents to weigh; code cannot check it."""
+    cited = {code.upper() for code in HeuristicCitation.objects.filter(run=run).values_list("code", flat=True)}
+    for item in directive.prohibitions or []:
+        if not isinstance(item, dict):
+            continue
+        kind, value = item.get("kind"), str(item.get("value", "")).strip().upper()
+        broken = (
+            (kind == "direction" and value == thesis.direction.upper())
+            or (kind == "instrument" and value == run.instrument.symbol.upper())
+            or (kind == "heuristic" and value in cited)
+        )
+        if broken:
+            why = _one_line(item.get("text", "")) or "no reason given"
+            return f"HOLD: critique #{directive.sequence} prohibits {kind} {value} ({why})"
+    return ""
+
+
+def _gated(run: PipelineRun, thesis: TradeThesis) -> str:
+    """Why the strategy's critique holds this run: a blocking directive (its incomplete required
+    actions named), or a checkable prohibition the thesis breaks; "" otherwise. Checked here, after
+    the agents have argued, so a run under a directive still leaves its notes, debate and stated
+    conviction for the directive's machine checks to read, but no thesis."""
+    strategy_run = run.strategy_run
+    if strategy_run is None:
+        return ""
+    directives = directives_in_force(strategy_run.strategy_id, is_replay=run.is_replay, as_of=run.as_of)
+    blocked = gate_reason(directives)
+    if blocked:
+        return f"HOLD: held by the strategy's critique: {blocked}"
+    for directive in directives:
+        if prohibited := _prohibited(run, thesis, directive):
+            return prohibited
+    return ""
+
+
 def _stage_risk(ctx: RunContext) -> RiskOutput:
     """Size and check against the live book, then store the thesis, all under the account's
     lock: twelve runs on one instrument at the same moment leave one thesis, and the others say
@@ -428,7 +540,7 @@ def _stage_risk(ctx: RunContext) -> RiskOutput:
                 f"{account.currency}, and the desk has no exchange rate to size it with"
             )
         ctx.lease.hold()  # an attempt that was taken over must not leave a second thesis
-        held = _held(run, account)
+        held = _held(run, account) or _gated(run, thesis)
         if held:
             return RiskOutput(held=held)
         decision = evaluate_risk(
@@ -681,9 +793,25 @@ def _choose_model(run: PipelineRun, lease: RunLease) -> ModelChoice | None:
         return None
 
 
+def _directives_seen(run: PipelineRun) -> list[DirectiveSeen]:
+    strategy_run = run.strategy_run
+    if strategy_run is None:
+        return []
+    return [
+        DirectiveSeen(
+            id=directive.pk,
+            sequence=directive.sequence,
+            severity="directive" if directive.severity == StrategyDirective.Severity.DIRECTIVE else "advisory",
+            blocking=directive.is_blocking,
+        )
+        for directive in directives_in_force(strategy_run.strategy_id, is_replay=run.is_replay, as_of=run.as_of)
+    ]
+
+
 def _run_snapshot(run: PipelineRun, choice: ModelChoice) -> RunSnapshot:
     """What the run uses, as it stands now: its account, the limits in force (the account's,
-    tightened or loosened by the strategy), the strategy's mandate, the provider and models."""
+    tightened or loosened by the strategy), the strategy's mandate and the critique directives in
+    force (which its context stage shows the agents), the provider and models."""
     account, strategy = account_for_run(run), _strategy_of(run)
     limits = dataclasses.asdict(risk_limits(account, strategy))
     return RunSnapshot(
@@ -697,6 +825,7 @@ def _run_snapshot(run: PipelineRun, choice: ModelChoice) -> RunSnapshot:
         },
         provider=run.provider,
         models={"default": choice.default_model, "deep": choice.deep_model},
+        directives=_directives_seen(run),
     )
 
 

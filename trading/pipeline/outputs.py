@@ -32,6 +32,7 @@ __all__ = [
     "ContextOutput",
     "DebateCalibration",
     "DebateOutput",
+    "DirectiveSeen",
     "FeaturesOutput",
     "RiskCheckOutput",
     "RiskDecisionOutput",
@@ -92,6 +93,11 @@ class ContextOutput(StageOutput):
         default_factory=list,
         description="the active heuristics the agents were shown and their citations are checked against",
     )
+    research_signals: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="research signals a person attached to the run's strategy: each one's reading on the run's "
+        "instrument as of its date (computed by code from stored bars) and the research session's figures",
+    )
 
 
 class AnalystsOutput(StageOutput):
@@ -117,6 +123,13 @@ class DebateCalibration(BaseModel):
     opposing: int = Field(ge=0, description="side-taking analysts whose stance opposed the winner")
     side_taking: int = Field(ge=0, description="analysts that took a side (not abstaining, outside the neutral band)")
     haircut: float = Field(ge=0, le=1)
+    cap: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="the most conviction a critique directive in force allows (its max_conviction), if any",
+    )
+    capped_by: int | None = Field(default=None, description="that directive's critique sequence number")
 
     @property
     def opposing_share(self) -> float:
@@ -230,6 +243,17 @@ class RunOutputs(BaseModel):
         return {stage: output.stored() for stage in STAGE_OUTPUTS if (output := getattr(self, stage)) is not None}
 
 
+class DirectiveSeen(BaseModel):
+    """A critique directive in force when the run started (``trading.StrategyDirective``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: int = Field(description="the StrategyDirective id")
+    sequence: int = Field(description="the critique's sequence number for the strategy")
+    severity: Literal["advisory", "directive"]
+    blocking: bool = Field(default=False, description="whether it held the strategy (required actions incomplete)")
+
+
 class RunSnapshot(BaseModel):
     """What a run used, written once when it starts executing and never changed: the limits and
     mandate in force then, whatever the account or strategy says later."""
@@ -247,9 +271,12 @@ class RunSnapshot(BaseModel):
     )
     provider: str
     models: dict[str, str] = Field(description="the model per tier: default and deep")
-    directives: list[str] = Field(
+    directives: list[DirectiveSeen] = Field(
         default_factory=list,
-        description="critique directives the run was given; always empty until that feature exists",
+        description=(
+            "the critique directives in force when the run started, which its agents were shown: id, sequence, "
+            "severity and whether it blocked; empty for rows written before the critique existed"
+        ),
     )
 
 

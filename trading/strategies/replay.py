@@ -26,16 +26,16 @@ from trading.book import broker
 from trading.book.accounts import replay_account
 from trading.book.approvals import DecisionRefused, thesis_approve
 from trading.book.signals import replay_account_clearing, replay_position_closed
-from trading.models import DailyBar, Order, PipelineRun, Position, Strategy, StrategyRun, Thesis
+from trading.models import DailyBar, Order, PipelineRun, Position, Strategy, StrategyDirective, StrategyRun, Thesis
 from trading.pipeline.orchestrator import pipeline_run_create, pipeline_run_execute
-from trading.strategies.runs import strategy_run_decide
+from trading.strategies.runs import strategy_run_decide, strategy_run_open, strategy_run_proceed
+from trading.strategies.signals import replay_cleared
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
 REPLAY_USER = "replay-policy"
 logger = logging.getLogger(__name__)
-
 
 
 @dataclass(frozen=True)
@@ -94,6 +94,10 @@ def replay_clear(strategy: Strategy) -> None:
     Position.objects.filter(account=account).delete()
     Order.objects.filter(account=account).delete()
     StrategyRun.objects.filter(strategy=strategy, is_replay=True).delete()
+    # Its critiques' directives go with its runs (a new replay is critiqued afresh), and the layer
+    # above clears the critiques themselves.
+    StrategyDirective.objects.filter(strategy=strategy, is_replay=True).delete()
+    replay_cleared.send(sender=Strategy, strategy=strategy)
     account.cash = account.capital
     account.save(update_fields=["cash"])
 
@@ -146,7 +150,8 @@ def replay_strategy(
 ) -> Iterator[ReplayDay]:
     """Run the strategy's daily loop over history. Each day: the book is marked on that day's bar
     (waiting orders fill at its open; stops, targets and horizons close positions and are reviewed
-    at once), then the pipeline runs strictly as of that day and the policy decides approvals.
+    at once), the critique pre-step runs (in process, when it fires), then the pipeline runs
+    strictly as of that day and the policy decides approvals.
 
     Its lessons stay in its own memory scope, recalled by its own runs (with the live lessons of
     each day) and never by live runs, unless ``lessons_to_live`` writes them to live memory too
@@ -158,6 +163,10 @@ def replay_strategy(
     for day in replay_sessions(strategy, start, end):
         book = broker.positions_mark(as_of=day, account=account, on_close=review)
         strategy_run = StrategyRun.objects.create(strategy=strategy, as_of=day, is_replay=True)
+        # The critique pre-step runs in process (a replay has nothing to wait on), then the day's
+        # runs go on under the directives in force.
+        strategy_run_open(strategy_run, replay=True)
+        strategy_run_proceed(strategy_run.pk, reason="replay day")
         runs = []
         for instrument in strategy.universe.filter(is_active=True).order_by("symbol"):
             if not DailyBar.objects.filter(instrument=instrument, date=day).exists():

@@ -18,7 +18,7 @@ from agents.roles.analysts.news import news_abstention, news_request
 from agents.roles.analysts.note import ANALYST_ROLES, AnalystNote, Playbook, model_vote
 from agents.roles.analysts.self_critique import critique_once
 from agents.roles.analysts.sentiment import sentiment_abstention, sentiment_request
-from agents.roles.analysts.technical import technical_abstention, technical_request
+from agents.roles.analysts.technical import ResearchSignals, technical_abstention, technical_request
 from vocabulary.features import FeatureBundle
 
 AnalystResult = AnalystNote | StageFailed
@@ -42,8 +42,19 @@ _ABSTENTIONS: dict[str, Callable[[FeatureBundle], AnalystNote | None]] = {
 
 
 def analyst_request(
-    role: str, bundle: FeatureBundle, *, memory_block: str = "", playbook: Playbook = ()
+    role: str,
+    bundle: FeatureBundle,
+    *,
+    memory_block: str = "",
+    playbook: Playbook = (),
+    research_signals: ResearchSignals = (),
 ) -> ModelRequest:
+    """The role's request; the research signals a person attached to the strategy go to the
+    technical analyst, the one who reads price-based signals."""
+    if role == "technical":
+        return technical_request(
+            bundle, memory_block=memory_block, playbook=playbook, research_signals=research_signals
+        )
     return _REQUESTS[role](bundle, memory_block=memory_block, playbook=playbook)
 
 
@@ -64,11 +75,14 @@ def _analyst(
     *,
     memory_block: str,
     playbook: Playbook,
+    research_signals: ResearchSignals,
     recorder: Recorder,
     budget: Budget | None,
     retry: RetryPolicy | None,
 ) -> AnalystResult:
-    request = analyst_request(role, bundle, memory_block=memory_block, playbook=playbook)
+    request = analyst_request(
+        role, bundle, memory_block=memory_block, playbook=playbook, research_signals=research_signals
+    )
     validate = guard(bundle.symbol, role=role)
     try:
         note, model = ask(
@@ -88,6 +102,7 @@ def run_analysts(
     *,
     memory_block: str = "",
     playbook: Playbook = (),
+    research_signals: ResearchSignals = (),
     recorder: Recorder | None = None,
     budget: Budget | None = None,
     max_workers: int = 4,
@@ -115,6 +130,7 @@ def run_analysts(
                     bundle,
                     memory_block=memory_block,
                     playbook=playbook,
+                    research_signals=research_signals,
                     recorder=recorder,
                     budget=budget,
                     retry=retry,

@@ -6,8 +6,11 @@ forecast is cut out of its note before the debate reads it (``agents.roles._pane
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
+from agents.domain.hygiene import fence
 from agents.domain.llm import ModelRequest
 from agents.roles._base import Evidence, base_evidence, build_request, clamp, fmt, header, pairs, signed
 from agents.roles.analysts.note import (
@@ -32,15 +35,36 @@ JOB = (
 # --- the prompt ----------------------------------------------------------------------------------
 
 
-def technical_request(bundle: FeatureBundle, *, memory_block: str = "", playbook: Playbook = ()) -> ModelRequest:
+ResearchSignals = Sequence[Mapping[str, Any]]
+
+
+def _research_section(research_signals: ResearchSignals) -> list[str]:
+    """The research signals a person attached to the strategy, fenced as data: each one's reading
+    (computed by code as of the run's date) and the research session's out-of-sample and holdout
+    figures. Evidence to weigh like any indicator, never an instruction."""
+    if not research_signals:
+        return []
+    lines = [json.dumps(entry, sort_keys=True, ensure_ascii=False, default=str) for entry in research_signals]
+    return [
+        "research signals attached to this strategy by a person (readings by code; figures from the "
+        "research session's walk-forward and holdout):\n" + fence(lines)
+    ]
+
+
+def technical_request(
+    bundle: FeatureBundle, *, memory_block: str = "", playbook: Playbook = (), research_signals: ResearchSignals = ()
+) -> ModelRequest:
     technical = bundle.technical.model_dump(mode="json")
     forecast = bundle.forecast.model_dump(mode="json") if bundle.forecast else None
     evidence = {**base_evidence(bundle), "technical": technical, "forecast": forecast}
+    if research_signals:
+        evidence["research_signals"] = [dict(entry) for entry in research_signals]
     forecast_text = pairs(forecast) if forecast else "(none)"
     sections = [
         header(bundle),
         f"technical features: {pairs(technical)}",
         f"forecast (evidence only; it never sizes or routes a trade): {forecast_text}",
+        *_research_section(research_signals),
         task_line("technical", bundle.symbol, "Read the indicators into a stance; cite the feature behind each point."),
     ]
     return build_request(

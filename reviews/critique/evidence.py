@@ -1,0 +1,514 @@
+"""The critique's evidence pack: a strategy's stored rows, as of a date, turned into the figures
+and ids the critic must argue from.
+
+This module only reads: it loads the latest ``settings.CRITIQUE["LOOKBACK_RUNS"]`` strategy runs of
+one strategy (live or replay, never both) dated on or before ``as_of``, and everything hanging off
+them — pipeline runs, analyst notes, debates, theses, positions and their marks, the lessons each
+run recalled (the context stage's ``memory_ids``), the heuristics cited, the feature snapshots and
+the universe's daily bars — in a fixed number of queries (none per row). Nothing dated after
+``as_of`` is read: a position closed later is still open here, at its last mark on or before the
+date. The arithmetic is pure (``reviews.domain.loops``, ``reviews.domain.signal_ic``).
+
+The pack (JSON-able) holds the five dimensions of the review, the seven loop findings, an ``ids``
+map of every row id it names (by kind) and a flat ``figures`` map ``{dotted.name: number}`` of every
+number in it: the reference the grounding check holds the critic's citations against.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+
+from agents.models import MemoryEntry
+from agents.recording import memory_scopes
+from reviews.critique.signal_ics import ICWindow, critique_number, strategy_rank_ics
+from reviews.domain.loops import (
+    DecisionFact,
+    MandateLimits,
+    MemoryFact,
+    NoteFact,
+    PositionFact,
+    RunFact,
+    ThesisFact,
+    Trajectory,
+    detect_loops,
+    families_in_use,
+    is_number,
+    mandate_compliance,
+    performance,
+    unexplored,
+)
+from reviews.domain.loops import families_cited as cited_families
+from reviews.models import SignalIC
+from trading.book.accounts import risk_limits
+from trading.models import (
+    Account,
+    AnalystNoteRecord,
+    DailyBar,
+    DebateRecord,
+    FeatureSnapshot,
+    HeuristicCitation,
+    PipelineRun,
+    Position,
+    PositionMark,
+    StageRun,
+    Strategy,
+    StrategyRun,
+    Thesis,
+)
+
+__all__ = ["evidence_pack", "flat_figures", "load_trajectory"]
+
+
+# --- loading ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Rows:
+    """The stored rows one pack reads, loaded once."""
+
+    strategy: Strategy
+    as_of: dt.date
+    is_replay: bool
+    strategy_runs: list[StrategyRun]
+    pipeline_runs: list[PipelineRun] = field(default_factory=list)
+    notes: list[AnalystNoteRecord] = field(default_factory=list)
+    debates: list[DebateRecord] = field(default_factory=list)
+    theses: list[Thesis] = field(default_factory=list)
+    positions: list[Position] = field(default_factory=list)
+    memory_ids: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    citations: list[tuple[int, str, str]] = field(default_factory=list)
+    universe: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def run_ids(self) -> list[int]:
+        return [run.pk for run in self.pipeline_runs]
+
+    @property
+    def first_day(self) -> dt.date | None:
+        return min((run.as_of for run in self.strategy_runs), default=None)
+
+
+def _strategy_runs(strategy: Strategy, *, as_of: dt.date, is_replay: bool) -> list[StrategyRun]:
+    lookback = int(critique_number("LOOKBACK_RUNS"))
+    latest = StrategyRun.objects.filter(strategy=strategy, is_replay=is_replay, as_of__lte=as_of)
+    return sorted(latest.order_by("-as_of", "-id")[:lookback], key=lambda run: (run.as_of, run.pk))
+
+
+def _memory_ids(run_ids: list[int]) -> dict[int, tuple[int, ...]]:
+    """The lessons each run recalled, as its context stage stored them."""
+    outputs = StageRun.objects.filter(run_id__in=run_ids, stage="context").values_list("run_id", "output")
+    recalled: dict[int, tuple[int, ...]] = {}
+    for run_id, output in outputs:
+        ids = output.get("memory_ids", []) if isinstance(output, Mapping) else []
+        recalled[run_id] = tuple(int(i) for i in ids if isinstance(i, int) and not isinstance(i, bool))
+    return recalled
+
+
+def _load(strategy: Strategy, *, as_of: dt.date, is_replay: bool) -> Rows:
+    rows = Rows(strategy, as_of, is_replay, _strategy_runs(strategy, as_of=as_of, is_replay=is_replay))
+    rows.universe = dict(strategy.universe.values_list("id", "symbol"))
+    rows.pipeline_runs = list(
+        PipelineRun.objects.filter(strategy_run__in=[run.pk for run in rows.strategy_runs], as_of__lte=as_of)
+        .select_related("instrument")
+        .order_by("as_of", "id")
+    )
+    run_ids = rows.run_ids
+    rows.notes = list(AnalystNoteRecord.objects.filter(run_id__in=run_ids).order_by("run_id", "role"))
+    rows.debates = list(DebateRecord.objects.filter(run_id__in=run_ids).order_by("run_id"))
+    rows.theses = list(Thesis.objects.filter(run_id__in=run_ids).select_related("instrument").order_by("id"))
+    rows.positions = list(
+        Position.objects.filter(thesis__in=[t.pk for t in rows.theses], opened_on__lte=as_of)
+        .select_related("instrument")
+        .order_by("id")
+    )
+    rows.memory_ids = _memory_ids(run_ids)
+    rows.citations = list(
+        HeuristicCitation.objects.filter(run_id__in=run_ids, accepted=True)
+        .order_by("run_id", "code")
+        .values_list("run_id", "code", "heuristic__status")
+    )
+    return rows
+
+
+def _last_marks(positions: Iterable[Position], as_of: dt.date) -> dict[int, float]:
+    """Each still-open position's unrealised profit at its last mark on or before ``as_of``."""
+    open_ids = [p.pk for p in positions if p.closed_on is None or p.closed_on > as_of]
+    marks = (
+        PositionMark.objects.filter(position_id__in=open_ids, date__lte=as_of)
+        .order_by("position_id", "date")
+        .values_list("position_id", "unrealised_pnl")
+    )
+    return {position_id: float(pnl) for position_id, pnl in marks}
+
+
+def _atr_by_run(runs: Iterable[PipelineRun]) -> dict[int, float | None]:
+    """ATR(14) of the bundle each thesis's run was shown (the run's own feature snapshot)."""
+    snapshot_of = {run.pk: run.feature_snapshot_id for run in runs if run.feature_snapshot_id}
+    bundles = dict(FeatureSnapshot.objects.filter(id__in=set(snapshot_of.values())).values_list("id", "bundle"))
+    atr: dict[int, float | None] = {}
+    for run_id, snapshot_id in snapshot_of.items():
+        technical = (bundles.get(snapshot_id) or {}).get("technical") or {}
+        value = technical.get("atr_14") if isinstance(technical, Mapping) else None
+        atr[run_id] = float(value) if is_number(value) else None
+    return atr
+
+
+def _closes(rows: Rows) -> dict[str, list[tuple[dt.date, float]]]:
+    closes: dict[str, list[tuple[dt.date, float]]] = {}
+    if rows.first_day is None:
+        return closes
+    bars = DailyBar.objects.filter(
+        instrument_id__in=list(rows.universe), date__gte=rows.first_day, date__lte=rows.as_of
+    ).values_list("instrument__symbol", "date", "close")
+    for symbol, day, close in bars:
+        closes.setdefault(symbol, []).append((day, float(close)))
+    return closes
+
+
+def _account(rows: Rows) -> Account | None:
+    """The book the strategy's theses were sized for; without a thesis, its account by name (never created)."""
+    if rows.theses:
+        return Account.objects.filter(pk=rows.theses[-1].account_id).first()
+    name = f"replay: {rows.strategy.name}"[:64] if rows.is_replay else str(settings.ACCOUNT["NAME"])
+    return Account.objects.filter(name=name).first()
+
+
+def _optional(value: Decimal | int | None) -> float | None:
+    return None if value is None else float(value)
+
+
+# A mandate that says it in words ("long only", "long-only", "no shorts") excludes SHORT even where
+# the account could carry one.
+_LONG_ONLY = re.compile(r"\blong[\s-]only\b|\bno\s+short(?:s|ing)?\b", re.IGNORECASE)
+
+
+def _limits(rows: Rows, account: Account | None) -> MandateLimits:
+    strategy = rows.strategy
+    universe = tuple(sorted(rows.universe.values()))
+    long_only = bool(_LONG_ONLY.search(strategy.philosophy))
+    if account is None:
+        return MandateLimits(
+            universe=universe,
+            risk_per_trade_pct=_optional(strategy.risk_per_trade_pct),
+            max_notional_pct=_optional(strategy.max_notional_pct),
+            max_positions=strategy.max_positions,
+            long_only=long_only,
+        )
+    limits = risk_limits(account, strategy)
+    return MandateLimits(
+        universe=universe,
+        risk_per_trade_pct=float(limits.risk_per_trade_pct),
+        max_notional_pct=float(limits.max_notional_pct),
+        max_positions=int(limits.max_positions),
+        allow_short=bool(limits.allow_short),
+        long_only=long_only,
+    )
+
+
+def _losing_lessons(rows: Rows, account: Account | None) -> int:
+    """Losing lessons about the universe on file by ``as_of``, in the scopes the runs recall from."""
+    replay_account = account.pk if rows.is_replay and account is not None else None
+    return MemoryEntry.objects.filter(
+        created_on__lte=rows.as_of,
+        scope__in=memory_scopes(replay_account_id=replay_account),
+        symbol__in=list(rows.universe.values()),
+        tags__outcome="loss",
+    ).count()
+
+
+def _memories(rows: Rows) -> dict[int, MemoryFact]:
+    ids = {memory_id for recalled in rows.memory_ids.values() for memory_id in recalled}
+    entries = MemoryEntry.objects.filter(id__in=ids, created_on__lte=rows.as_of).values_list("id", "tags")
+    facts = {}
+    for memory_id, tags in entries:
+        tags = tags if isinstance(tags, Mapping) else {}
+        facts[memory_id] = MemoryFact(memory_id, str(tags.get("direction", "")), str(tags.get("outcome", "")))
+    return facts
+
+
+# --- rows to facts ---------------------------------------------------------------------------
+
+
+def _note_fact(note: AnalystNoteRecord) -> NoteFact:
+    cited = tuple(str(c.get("name")) for c in note.citations if isinstance(c, Mapping) and c.get("name"))
+    return NoteFact(
+        id=note.pk,
+        run_id=note.run_id,
+        role=note.role,
+        stance=float(note.stance),
+        confidence=float(note.confidence),
+        abstained=note.abstained,
+        cited=cited,
+        verified=note.citations_verified,
+        mismatches=note.citation_mismatches,
+    )
+
+
+def _decision_facts(rows: Rows) -> list[DecisionFact]:
+    runs = {run.pk: run for run in rows.pipeline_runs}
+    return [
+        DecisionFact(
+            run_id=debate.run_id,
+            strategy_run_id=runs[debate.run_id].strategy_run_id or 0,
+            as_of=runs[debate.run_id].as_of,
+            symbol=runs[debate.run_id].instrument.symbol,
+            debate_id=debate.pk,
+            winner=debate.winner,
+            conviction=float(debate.conviction),
+            memory_ids=rows.memory_ids.get(debate.run_id, ()),
+        )
+        for debate in rows.debates
+    ]
+
+
+def _thesis_facts(rows: Rows) -> list[ThesisFact]:
+    runs = {run.pk: run for run in rows.pipeline_runs}
+    atr = _atr_by_run(run for run in rows.pipeline_runs if run.pk in {t.run_id for t in rows.theses})
+    return [
+        ThesisFact(
+            id=thesis.pk,
+            run_id=thesis.run_id,
+            as_of=runs[thesis.run_id].as_of,
+            symbol=thesis.instrument.symbol,
+            direction=thesis.direction,
+            conviction=float(thesis.conviction),
+            entry=float(thesis.entry),
+            stop=float(thesis.stop),
+            target=float(thesis.target),
+            horizon=thesis.horizon_sessions,
+            atr=atr.get(thesis.run_id),
+            risk_amount=float(thesis.risk_amount),
+            notional=float(thesis.notional),
+            risk_approved=thesis.risk_approved,
+        )
+        for thesis in rows.theses
+    ]
+
+
+def _position_fact(
+    position: Position, *, as_of: dt.date, marks: Mapping[int, float], conviction: float
+) -> PositionFact:
+    closed = position.closed_on is not None and position.closed_on <= as_of and position.realised_pnl is not None
+    pnl = float(position.realised_pnl or 0) if closed else marks.get(position.pk, 0.0)
+    costs = float(position.entry_costs) + (float(position.exit_costs) if closed else 0.0)
+    return PositionFact(
+        id=position.pk,
+        thesis_id=position.thesis_id,
+        symbol=position.instrument.symbol,
+        direction=position.direction,
+        opened_on=position.opened_on,
+        closed_on=position.closed_on if closed else None,
+        pnl=pnl,
+        costs=costs,
+        notional=float(position.entry_price * position.quantity),
+        conviction=conviction,
+    )
+
+
+def _heuristics_by_run(rows: Rows) -> dict[int, tuple[str, ...]]:
+    by_run: dict[int, list[str]] = {}
+    for run_id, code, _status in rows.citations:
+        by_run.setdefault(run_id, []).append(code)
+    return {run_id: tuple(codes) for run_id, codes in by_run.items()}
+
+
+def _ics_logged(rows: Rows) -> list[tuple[str, str, float | None, dt.date]]:
+    if rows.first_day is None:
+        return []
+    return list(
+        SignalIC.objects.filter(
+            strategy=rows.strategy, is_replay=rows.is_replay, as_of__gte=rows.first_day, as_of__lte=rows.as_of
+        ).values_list("signal", "family", "ic", "as_of")
+    )
+
+
+@dataclass(frozen=True)
+class Loaded:
+    rows: Rows
+    trajectory: Trajectory
+    logged: list[tuple[str, str, float | None, dt.date]]
+    account: Account | None
+
+
+def load_trajectory(strategy: Strategy, *, as_of: dt.date, is_replay: bool) -> Loaded:
+    """The strategy's stored rows as of ``as_of``, and the trajectory the detectors read."""
+    rows = _load(strategy, as_of=as_of, is_replay=is_replay)
+    account = _account(rows)
+    marks = _last_marks(rows.positions, as_of)
+    conviction = {thesis.pk: float(thesis.conviction) for thesis in rows.theses}
+    logged = _ics_logged(rows)
+    trajectory = Trajectory(
+        as_of=as_of,
+        limits=_limits(rows, account),
+        runs=tuple(RunFact(run.pk, run.as_of, run.decision, gated=bool(run.blocked_by)) for run in rows.strategy_runs),
+        decisions=tuple(_decision_facts(rows)),
+        notes=tuple(_note_fact(note) for note in rows.notes),
+        theses=tuple(_thesis_facts(rows)),
+        positions=tuple(
+            _position_fact(p, as_of=as_of, marks=marks, conviction=conviction[p.thesis_id]) for p in rows.positions
+        ),
+        memories=_memories(rows),
+        losing_lessons_available=_losing_lessons(rows, account),
+        ics_logged=len(logged),
+        heuristics_by_run=_heuristics_by_run(rows),
+        closes=_closes(rows),
+        capital=float(account.capital) if account is not None else None,
+    )
+    return Loaded(rows, trajectory, logged, account)
+
+
+# --- the pack --------------------------------------------------------------------------------
+
+
+def _strategy_block(rows: Rows, limits: MandateLimits) -> dict[str, Any]:
+    strategy = rows.strategy
+    return {
+        "id": strategy.pk,
+        "name": strategy.name,
+        "mandate": strategy.philosophy,
+        "run_count": strategy.run_count,
+        "universe": list(limits.universe),
+        "limits": {
+            "risk_per_trade_pct": limits.risk_per_trade_pct,
+            "max_notional_pct": limits.max_notional_pct,
+            "max_positions": limits.max_positions,
+            "allow_short": limits.allow_short,
+            "long_only": limits.long_only,
+        },
+    }
+
+
+def _window_block(rows: Rows) -> dict[str, Any]:
+    days = [run.as_of for run in rows.strategy_runs]
+    return {
+        "first": min(days).isoformat() if days else None,
+        "last": max(days).isoformat() if days else None,
+        "as_of": rows.as_of.isoformat(),
+        "runs_read": len(days),
+        "lookback": int(critique_number("LOOKBACK_RUNS")),
+        "is_replay": rows.is_replay,
+    }
+
+
+def _heuristics_block(rows: Rows) -> list[dict[str, Any]]:
+    counts: dict[str, list[Any]] = {}
+    for _run_id, code, status in rows.citations:
+        counts.setdefault(code, [status or "", 0])[1] += 1
+    return [{"code": code, "status": status, "citations": n} for code, (status, n) in sorted(counts.items())]
+
+
+def _signals_block(loaded: Loaded, window: ICWindow) -> dict[str, Any]:
+    floor = critique_number("IC_FLOOR")
+    trajectory = loaded.trajectory
+    in_use = families_in_use(trajectory)
+    ics = [
+        {
+            "signal": r.signal,
+            "family": r.family,
+            "ic": r.ic,
+            "observations": r.observations,
+            "above_floor": r.above(floor),
+        }
+        for r in window.results
+    ]
+    heuristics = _heuristics_block(loaded.rows)
+    return {
+        "families_in_use": in_use,
+        "distinct_families": len([f for f in in_use if f != "unattributed"]),
+        "families_cited": sorted(cited_families(trajectory)),
+        "horizon_sessions": window.horizon,
+        "ic_floor": floor,
+        "ic_window_start": window.start.isoformat() if window.start else None,
+        "ics": ics,
+        "signals_above_floor": sum(row["above_floor"] for row in ics),
+        "families_above_floor": sorted({row["family"] for row in ics if row["above_floor"]}),
+        "logged": {
+            "rows": len(loaded.logged),
+            "families": sorted({family for _, family, _, _ in loaded.logged}),
+            "latest": max((day for *_, day in loaded.logged), default=None),
+        },
+        "heuristics": heuristics,
+        "demoted_cited": [h["code"] for h in heuristics if h["status"] in ("demoted", "retired")],
+    }
+
+
+def _ids_block(loaded: Loaded) -> dict[str, list[Any]]:
+    rows, trajectory = loaded.rows, loaded.trajectory
+    return {
+        "runs": sorted(rows.run_ids),
+        "strategy_runs": sorted(run.pk for run in rows.strategy_runs),
+        "theses": sorted(t.pk for t in rows.theses),
+        "positions": sorted(p.pk for p in rows.positions),
+        "notes": sorted(n.pk for n in rows.notes),
+        "debates": sorted(d.pk for d in rows.debates),
+        "memories": sorted(trajectory.memories),
+        "heuristics": sorted({code for _, code, _ in rows.citations}),
+    }
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return float(value)
+    return value
+
+
+_LIST_KEYS = ("detector", "signal", "code")
+
+
+def _element_name(index: int, item: Any) -> str:
+    if isinstance(item, Mapping):
+        for key in _LIST_KEYS:
+            if isinstance(item.get(key), str):
+                return str(item[key])
+    return str(index)
+
+
+def flat_figures(value: Any, prefix: str = "") -> dict[str, float | int]:
+    """Every number in ``value`` by its dotted path (``loops.overconfidence.figures.win_rate``);
+    list items are named by their detector, signal or code when they have one, else by index.
+    Ids (any ``ids`` block) are not figures and are left out; so are booleans."""
+    figures: dict[str, float | int] = {}
+    if isinstance(value, Mapping):
+        items: Iterable[tuple[str, Any]] = ((str(k), v) for k, v in value.items() if k != "ids")
+    elif isinstance(value, list):
+        items = ((_element_name(i, item), item) for i, item in enumerate(value))
+    else:
+        return {prefix: value} if is_number(value) and prefix else {}
+    for name, item in items:
+        figures.update(flat_figures(item, f"{prefix}.{name}" if prefix else name))
+    return figures
+
+
+def evidence_pack(strategy: Strategy, *, as_of: dt.date, is_replay: bool) -> dict[str, Any]:
+    """The evidence a critique of ``strategy`` argues from, computed by code from rows dated ≤ ``as_of``."""
+    loaded = load_trajectory(strategy, as_of=as_of, is_replay=is_replay)
+    trajectory = loaded.trajectory
+    window = strategy_rank_ics(strategy, as_of=as_of, is_replay=is_replay)
+    logged_families = {family for _, family, _, _ in loaded.logged}
+    mandate = mandate_compliance(trajectory)
+    pack = {
+        "strategy": _strategy_block(loaded.rows, trajectory.limits),
+        "window": _window_block(loaded.rows),
+        "performance": performance(trajectory),
+        "signals": _signals_block(loaded, window),
+        "mandate": {**mandate, "text": strategy.philosophy},
+        "loops": detect_loops(trajectory),
+        "unexplored": unexplored(trajectory, families_logged=logged_families),
+        "ids": _ids_block(loaded),
+    }
+    pack = _jsonable(pack)
+    pack["figures"] = flat_figures(pack)
+    return pack

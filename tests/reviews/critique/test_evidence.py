@@ -1,0 +1,217 @@
+"""The evidence pack from stored rows: each of the seven loops planted in a synthetic trajectory
+fires its detector, a clean trajectory fires none, nothing after ``as_of`` is read, and the pack
+reads a fixed number of queries however long the trajectory."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from reviews.critique.evidence import evidence_pack, flat_figures
+from reviews.critique.signal_ics import signal_ics_log
+from reviews.domain.loops import DETECTORS
+from reviews.models import SignalIC
+from tests.factories.critique import strategy_trajectory
+from trading.models import AuditEvent, DailyBar, Position, StrategyRun
+
+pytestmark = pytest.mark.django_db
+
+PLANTED = {
+    "narrative": "narrative_as_quant",
+    "fixation": "single_signal_fixation",
+    "echo": "memory_echo_chamber",
+    "shield": "compliance_shield",
+    "overconfident": "overconfidence",
+    "frozen": "frozen_parameters",
+    "paralysis": "paralysis_or_churn",
+    "churn": "paralysis_or_churn",
+}
+
+
+def _findings(pack: dict) -> dict[str, dict]:
+    return {finding["detector"]: finding for finding in pack["loops"]}
+
+
+def test_a_clean_trajectory_fires_none_of_the_seven_detectors():
+    built = strategy_trajectory()
+
+    pack = evidence_pack(built.strategy, as_of=built.as_of, is_replay=False)
+
+    findings = _findings(pack)
+    assert list(findings) == [detector.key for detector in DETECTORS]
+    assert {key: f["fired"] for key, f in findings.items()} == {key: False for key in findings}
+    assert all(f["score"] < 0.5 for f in findings.values())
+
+
+@pytest.mark.parametrize(("knob", "detector"), sorted(PLANTED.items()))
+def test_each_planted_loop_fires_its_detector(knob, detector):
+    built = strategy_trajectory(**{knob: True})
+
+    pack = evidence_pack(built.strategy, as_of=built.as_of, is_replay=False)
+
+    finding = _findings(pack)[detector]
+    assert finding["fired"], finding["summary"]
+    assert finding["score"] >= 0.5
+    assert any(finding["ids"][kind] for kind in ("runs", "theses", "positions", "memories"))
+    assert set(finding["ids"]) == {"runs", "theses", "positions", "notes", "memories", "heuristics"}
+
+
+def test_a_planted_loop_names_its_figures_and_ids_from_the_pack():
+    built = strategy_trajectory(overconfident=True)
+
+    pack = evidence_pack(built.strategy, as_of=built.as_of, is_replay=False)
+
+    finding = _findings(pack)["overconfidence"]
+    assert finding["figures"] == {"closed": 10, "win_rate": 0.3, "mean_conviction": 0.85, "conviction_gap": 0.55}
+    assert pack["figures"]["loops.overconfidence.figures.conviction_gap"] == 0.55
+    assert "0.3" in finding["summary"] and "0.55" in finding["summary"]
+    assert set(finding["ids"]["positions"]) == {p.pk for p in built.positions}
+    assert set(finding["ids"]["positions"]) <= set(pack["ids"]["positions"])
+    assert set(finding["ids"]["theses"]) <= set(pack["ids"]["theses"])
+
+
+def test_the_pack_holds_the_five_dimensions_every_id_and_a_flat_map_of_its_numbers():
+    built = strategy_trajectory()
+
+    pack = evidence_pack(built.strategy, as_of=built.as_of, is_replay=False)
+
+    json.dumps(pack)  # JSON-able as it is
+    expected = {"strategy", "window", "performance", "signals", "mandate", "loops", "unexplored", "ids", "figures"}
+    assert set(pack) == expected
+    assert pack["strategy"]["universe"] == sorted(i.symbol for i in built.universe)
+    assert pack["window"]["runs_read"] == 30
+    assert pack["ids"]["strategy_runs"] == sorted(r.pk for r in built.strategy_runs)
+    assert pack["ids"]["runs"] == sorted(r.pk for r in built.pipeline_runs)
+    assert pack["ids"]["theses"] == sorted(t.pk for t in built.theses)
+    assert pack["ids"]["memories"] == sorted(m.pk for m in built.memories)
+    assert pack["ids"]["heuristics"] == ["H-1"]
+    assert len(pack["ids"]["notes"]) == 120 and len(pack["ids"]["debates"]) == 30
+    assert pack["performance"]["win_rate"] == 0.6 and pack["performance"]["closed"] == 10
+    assert pack["performance"]["mean_conviction"] == 0.6
+    assert pack["signals"]["ic_floor"] == 0.03
+    assert pack["signals"]["logged"]["rows"] == 3
+    assert pack["signals"]["distinct_families"] == 5
+    assert {row["signal"] for row in pack["signals"]["ics"]} >= {"rsi_14", "atr_pct", "news_sentiment"}
+    assert pack["mandate"]["breaches"] == 0
+    assert pack["unexplored"]["directions_never_tried"] == []  # the account allows no short
+    assert pack["figures"] == flat_figures({k: v for k, v in pack.items() if k != "figures"})
+    assert pack["figures"]["performance.win_rate"] == 0.6
+    assert not any(name.startswith("ids.") or ".ids." in name for name in pack["figures"])
+
+
+def test_nothing_after_as_of_changes_the_pack():
+    built = strategy_trajectory()
+    as_of = built.days[19]
+    before = evidence_pack(built.strategy, as_of=as_of, is_replay=False)
+
+    # The future: crazy bars, positions closed differently, more runs.
+    DailyBar.objects.filter(date__gt=as_of).update(close=1, low=1, open=1, high=1)
+    Position.objects.filter(closed_on__gt=as_of).update(realised_pnl=-99999)
+    StrategyRun.objects.filter(as_of__gt=as_of).update(decision=StrategyRun.Decision.REBALANCE)
+
+    assert evidence_pack(built.strategy, as_of=as_of, is_replay=False) == before
+    assert before["window"]["last"] == as_of.isoformat()
+    assert before["window"]["runs_read"] == 20
+
+
+def test_a_position_closed_after_as_of_is_open_in_the_pack_at_its_last_mark():
+    built = strategy_trajectory()
+    position = built.positions[-1]  # opened the day after its thesis, closed the day after that
+
+    pack = evidence_pack(built.strategy, as_of=position.opened_on, is_replay=False)
+
+    assert pack["performance"]["closed"] == len(built.positions) - 1
+    assert pack["performance"]["positions"] == len(built.positions)
+
+
+def test_a_replay_pack_reads_only_the_replay_rows():
+    built = strategy_trajectory(is_replay=True)
+
+    live = evidence_pack(built.strategy, as_of=built.as_of, is_replay=False)
+    replay = evidence_pack(built.strategy, as_of=built.as_of, is_replay=True)
+
+    assert live["window"]["runs_read"] == 0 and live["ids"]["runs"] == []
+    assert replay["window"]["runs_read"] == 30
+
+
+def _queries(runs: int) -> int:
+    built = strategy_trajectory(runs=runs)
+    with CaptureQueriesContext(connection) as captured:
+        evidence_pack(built.strategy, as_of=built.as_of, is_replay=False)
+    return len(captured.captured_queries)
+
+
+def test_the_pack_reads_the_same_number_of_queries_for_12_runs_as_for_30():
+    assert _queries(12) == _queries(30)
+
+
+def test_the_lookback_bounds_the_runs_read(settings):
+    settings.CRITIQUE = {**settings.CRITIQUE, "LOOKBACK_RUNS": 12}
+    built = strategy_trajectory()
+
+    pack = evidence_pack(built.strategy, as_of=built.as_of, is_replay=False)
+
+    assert pack["window"]["runs_read"] == 12
+    assert pack["window"]["first"] == built.days[-12].isoformat()
+
+
+# --- the rank-IC log ---------------------------------------------------------------------------
+
+
+def test_signal_ics_log_upserts_one_row_per_measured_signal_and_audits_it():
+    built = strategy_trajectory(narrative=True)
+
+    first = signal_ics_log(built.strategy, as_of=built.as_of, is_replay=False)
+    again = signal_ics_log(built.strategy, as_of=built.as_of, is_replay=False)
+
+    assert [row.pk for row in again] == [row.pk for row in first]
+    assert SignalIC.objects.filter(strategy=built.strategy, as_of=built.as_of).count() == len(first)
+    families = {row.family for row in first}
+    assert {"trend", "momentum", "mean_reversion", "volatility", "volume", "news", "fundamentals"} <= families
+    assert all(row.horizon_sessions == 10 for row in first)
+    assert all(row.ic is None or -1 <= row.ic <= 1 for row in first)
+    assert any(row.ic is not None for row in first)
+    assert AuditEvent.objects.filter(action="signal_ics_logged").count() == 2
+
+
+def test_signal_ics_log_reads_nothing_after_as_of():
+    built = strategy_trajectory(narrative=True)
+    as_of = built.days[20]
+    before = {(r.signal, r.ic, r.observations) for r in signal_ics_log(built.strategy, as_of=as_of, is_replay=False)}
+
+    DailyBar.objects.filter(date__gt=as_of).update(close=1, low=1, open=1, high=1)
+    after = {(r.signal, r.ic, r.observations) for r in signal_ics_log(built.strategy, as_of=as_of, is_replay=False)}
+
+    assert after == before
+
+
+def test_logging_ics_quiets_the_narrative_detector():
+    built = strategy_trajectory(narrative=True)
+    assert _findings(evidence_pack(built.strategy, as_of=built.as_of, is_replay=False))["narrative_as_quant"]["fired"]
+
+    signal_ics_log(built.strategy, as_of=built.as_of, is_replay=False)
+
+    pack = evidence_pack(built.strategy, as_of=built.as_of, is_replay=False)
+    assert not _findings(pack)["narrative_as_quant"]["fired"]
+    assert pack["signals"]["logged"]["rows"] > 0
+
+
+def test_a_strategy_without_runs_gets_a_quiet_pack_and_writes_nothing():
+    from tests.factories.market import InstrumentFactory, trending
+    from trading.models import Account, Strategy
+
+    strategy = Strategy.objects.create(name="newborn", philosophy="Anything liquid.")
+    strategy.universe.set([InstrumentFactory(bars=trending(100, 30, "0.2"))])
+    accounts = Account.objects.count()
+
+    pack = evidence_pack(strategy, as_of=DailyBar.objects.latest("date").date, is_replay=False)
+
+    json.dumps(pack)
+    assert pack["window"]["runs_read"] == 0 and pack["window"]["first"] is None
+    assert not any(finding["fired"] for finding in pack["loops"])
+    assert pack["performance"]["win_rate"] == 0.0 and pack["performance"]["closed"] == 0
+    assert Account.objects.count() == accounts  # read only: no account made for it
+    assert pack["unexplored"]["instruments_never_traded_count"] == 1
