@@ -638,13 +638,15 @@ def frozen_parameters(t: Trajectory) -> Detection:
     return fired, score, figures, ids, summary
 
 
-def _churn(t: Trajectory) -> tuple[int, float, float, float]:
-    """(closed, costs, gross gains, the share of the gross the costs took; 1 when nothing was gained)."""
+def _churn(t: Trajectory) -> tuple[int, float, float, float | None]:
+    """(closed, costs, gross result before costs, the share of the gross gain the costs took). With no
+    gross gain there is nothing for costs to eat (None): a book that lost before its costs has a
+    signal problem, which performance and the other loops report, not a turnover one."""
     closed = _closed(t)
     costs = round(sum(p.costs for p in closed), 2)
     gross = round(sum(p.pnl + p.costs for p in closed), 2)
-    share = min(1.0, costs / gross) if gross > 0 else (1.0 if costs > 0 else 0.0)
-    return len(closed), costs, gross, round(share, FIGURE_DECIMALS)
+    share = round(min(1.0, costs / gross), FIGURE_DECIMALS) if gross > 0 else None
+    return len(closed), costs, gross, share
 
 
 def paralysis_or_churn(t: Trajectory) -> Detection:
@@ -658,7 +660,7 @@ def paralysis_or_churn(t: Trajectory) -> Detection:
     net = _net_pnl(t.positions)
     closed, costs, gross, cost_share = _churn(t)
     paralysed = len(decided) >= PARALYSIS_MIN_RUNS and hold_share >= PARALYSIS_HOLD_SHARE and net <= 0
-    churning = closed >= MIN_CLOSED and cost_share >= CHURN_COST_SHARE
+    churning = closed >= MIN_CLOSED and cost_share is not None and cost_share >= CHURN_COST_SHARE
     figures = {
         "decided_runs": len(decided),
         "gated_runs": sum(run.gated for run in t.runs),
@@ -677,13 +679,14 @@ def paralysis_or_churn(t: Trajectory) -> Detection:
         runs=(d.run_id for d in t.decisions if d.strategy_run_id in held_days),
         positions=(p.id for p in _closed(t)) if churning else (),
     )
-    summary = (
-        f"{holds} of {figures['decided_runs']} runs held (share {hold_share}) for a net P&L of {net}; "
+    summary = f"{holds} of {figures['decided_runs']} runs held (share {hold_share}) for a net P&L of {net}; " + (
         f"costs of {costs} took {cost_share} of {gross} gross on {closed} closed positions."
+        if cost_share is not None
+        else f"costs of {costs} on {closed} closed positions that made {gross} before costs (no gain to eat)."
     )
     score = max(
         _severity(hold_share, PARALYSIS_HOLD_SHARE, 1.0) if net <= 0 else 0.0,
-        _severity(cost_share, CHURN_COST_SHARE, 1.0) if closed >= MIN_CLOSED else 0.0,
+        _severity(cost_share, CHURN_COST_SHARE, 1.0) if closed >= MIN_CLOSED and cost_share is not None else 0.0,
     )
     return paralysed or churning, score, figures, ids, summary
 

@@ -390,6 +390,16 @@ def test_churn_fires_when_costs_eat_half_the_gross_gains():
     assert len(f["ids"]["positions"]) == 8
 
 
+def test_a_book_that_lost_before_its_costs_is_not_churn():
+    # Costs cannot eat a gain that was never made: the loss is the signal's, reported elsewhere.
+    losing = trajectory(positions=tuple(position(i, -400.0, costs=100.0) for i in range(8)))
+    f = finding(losing, "paralysis_or_churn")
+
+    assert not f["fired"] and f["figures"]["churn"] == 0
+    assert f["figures"]["cost_share"] is None and f["figures"]["gross_pnl"] == -2400.0
+    assert "no gain to eat" in f["summary"]
+
+
 def test_cheap_trading_is_not_churn():
     cheap = trajectory(positions=tuple(position(i, 940.0, costs=60.0) for i in range(8)))
     assert not finding(cheap, "paralysis_or_churn")["fired"]
