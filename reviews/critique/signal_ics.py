@@ -24,10 +24,10 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 
 from agents.roles.trader import HORIZON_SESSIONS
-from reviews.domain.signal_ic import SignalICResult, forward_returns, observations, rank_ics
+from reviews.domain.signal_ic import SignalICResult, forward_returns, observations, rank_ics, research_ics
 from reviews.models import SignalIC
 from trading.audit import audit_record
-from trading.models import DailyBar, FeatureSnapshot, Strategy, Thesis
+from trading.models import DailyBar, FeatureSnapshot, StageRun, Strategy, Thesis
 
 __all__ = ["ICWindow", "critique_number", "ics_from_rows", "signal_ics_log", "strategy_horizon", "strategy_rank_ics"]
 
@@ -110,15 +110,42 @@ def ics_from_rows(
     return rank_ics(observations(bundles, returns))
 
 
+def _research_readings(
+    strategy: Strategy, start: dt.date, as_of: dt.date, *, is_replay: bool
+) -> dict[tuple[str, dt.date], dict[str, float]]:
+    """The research signals the strategy's runs were shown (their context stage keeps each one's
+    reading as of the run's day): the position each signal took, by instrument and day."""
+    outputs = StageRun.objects.filter(
+        stage="context",
+        status=StageRun.Status.DONE,
+        run__strategy_run__strategy=strategy,
+        run__strategy_run__is_replay=is_replay,
+        run__as_of__gte=start,
+        run__as_of__lte=as_of,
+    ).values_list("run__instrument__symbol", "run__as_of", "output__research_signals")
+    readings: dict[tuple[str, dt.date], dict[str, float]] = {}
+    for symbol, day, signals in outputs:
+        for entry in signals or []:
+            reading = entry.get("reading") if isinstance(entry, dict) else None
+            position = reading.get("position") if isinstance(reading, dict) else None
+            if isinstance(position, int | float) and not isinstance(position, bool):
+                readings.setdefault((symbol, day), {})[f"research:{entry.get('name', '?')}"] = float(position)
+    return readings
+
+
 def strategy_rank_ics(strategy: Strategy, *, as_of: dt.date, is_replay: bool, horizon: int | None = None) -> ICWindow:
-    """Every signal's rank IC for the strategy's universe as of ``as_of`` (nothing written)."""
+    """Every signal's rank IC for the strategy's universe as of ``as_of`` (nothing written): the
+    desk's features, and the research signals a person attached to the strategy, as its runs read them."""
     horizon = horizon or strategy_horizon(strategy, as_of=as_of, is_replay=is_replay)
     instrument_ids = list(strategy.universe.values_list("id", flat=True))
     start = _window_start(instrument_ids, as_of=as_of, sessions=_lookback() + horizon)
     if start is None:
         return ICWindow(horizon, None, tuple(rank_ics([])))
-    results = ics_from_rows(_bundles(instrument_ids, start, as_of), _closes(instrument_ids, start, as_of), horizon)
-    return ICWindow(horizon, start, tuple(results))
+    closes = _closes(instrument_ids, start, as_of)
+    results = ics_from_rows(_bundles(instrument_ids, start, as_of), closes, horizon)
+    returns = {symbol: forward_returns(list(series), horizon) for symbol, series in closes.items()}
+    research = research_ics(_research_readings(strategy, start, as_of, is_replay=is_replay), returns)
+    return ICWindow(horizon, start, tuple(results + research))
 
 
 def signal_ics_log(strategy: Strategy, *, as_of: dt.date, is_replay: bool) -> list[SignalIC]:

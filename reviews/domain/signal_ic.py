@@ -41,6 +41,7 @@ __all__ = [
     "forward_returns",
     "observations",
     "rank_ics",
+    "research_ics",
     "signal_readings",
     "spearman",
 ]
@@ -269,6 +270,31 @@ class SignalICResult:
     def above(self, floor: float) -> bool:
         """The IC means something: its absolute value reaches the floor."""
         return self.ic is not None and abs(self.ic) >= floor
+
+
+RESEARCH_FAMILY = "research"
+
+
+def research_ics(
+    readings: Mapping[tuple[str, dt.date], Mapping[str, float]],
+    returns: Mapping[str, Mapping[dt.date, float]],
+    *,
+    min_pairs: int = MIN_IC_OBSERVATIONS,
+) -> list[SignalICResult]:
+    """The rank IC of each research signal a person attached to the strategy: its reading on each
+    run's instrument and day (as the run was shown it) against the forward return that followed."""
+    pairs: dict[str, list[tuple[float, float]]] = {}
+    for (symbol, day), values in sorted(readings.items()):
+        forward = returns.get(symbol, {}).get(day)
+        if forward is None:
+            continue
+        for name, value in values.items():
+            pairs.setdefault(name, []).append((value, forward))
+    results = []
+    for name, rows in sorted(pairs.items()):
+        ic = spearman([r for r, _ in rows], [f for _, f in rows], min_pairs=min_pairs)
+        results.append(SignalICResult(name, RESEARCH_FAMILY, None if ic is None else round(ic, 4), len(rows)))
+    return results
 
 
 def rank_ics(paired: Sequence[Observation], *, min_pairs: int = MIN_IC_OBSERVATIONS) -> list[SignalICResult]:

@@ -215,3 +215,39 @@ def test_a_strategy_without_runs_gets_a_quiet_pack_and_writes_nothing():
     assert pack["performance"]["win_rate"] == 0.0 and pack["performance"]["closed"] == 0
     assert Account.objects.count() == accounts  # read only: no account made for it
     assert pack["unexplored"]["instruments_never_traded_count"] == 1
+
+
+def test_an_attached_research_signal_gets_its_rank_ic_beside_the_desks_own():
+    """A research signal a person attached reaches each run's context (its reading as of the run's
+    day); the rank-IC check measures it like the desk's own signals, in a family of its own."""
+    from reviews.critique.signal_ics import strategy_horizon, strategy_rank_ics
+    from trading.models import StageRun
+
+    built = strategy_trajectory(runs=30)
+    as_of = built.days[-1]
+    horizon = strategy_horizon(built.strategy, as_of=as_of, is_replay=False)
+    closes = {
+        (symbol, day): float(close)
+        for symbol, day, close in DailyBar.objects.filter(instrument__in=built.universe).values_list(
+            "instrument__symbol", "date", "close"
+        )
+    }
+    days = sorted({day for _, day in closes})
+    for context in StageRun.objects.filter(stage="context", run__in=built.pipeline_runs).select_related(
+        "run__instrument"
+    ):
+        symbol, day = context.run.instrument.symbol, context.run.as_of
+        later = days[days.index(day) + horizon] if days.index(day) + horizon < len(days) else None
+        # A signal that knew the future: long before a rise, short before a fall.
+        position = 0 if later is None else (1 if closes[(symbol, later)] > closes[(symbol, day)] else -1)
+        entry = {"name": "sma_crossover(fast=10, slow=50)", "reading": {"position": position}}
+        context.output = {**context.output, "research_signals": [entry]}
+        context.save(update_fields=["output"])
+
+    window = strategy_rank_ics(built.strategy, as_of=as_of, is_replay=False)
+
+    [research] = [result for result in window.results if result.family == "research"]
+    assert research.signal == "research:sma_crossover(fast=10, slow=50)"
+    assert research.observations >= 8 and research.ic is not None and research.ic > 0.5
+    logged = {row.signal: row for row in signal_ics_log(built.strategy, as_of=as_of, is_replay=False)}
+    assert logged[research.signal].family == "research" and logged[research.signal].ic == research.ic
