@@ -98,6 +98,7 @@ from trading.models import (
     PipelineRun,
     Position,
     PositionMark,
+    StageRun,
     Strategy,
     StrategyRun,
     Thesis,
@@ -873,6 +874,7 @@ def _calls(resolved: Mapping[int, ThesisResolution]) -> dict[str, Any]:
     database: per move, the runs that moved that way, their calls grouped by role and side. A
     handful of rows come back, not every note."""
     analysts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    research: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     debate = [0, 0]
     for move in (1, -1):
         runs = [run for run, resolution in resolved.items() if resolution.move == move]
@@ -891,13 +893,31 @@ def _calls(resolved: Mapping[int, ThesisResolution]) -> dict[str, Any]:
             )
             for winner, count in winners:
                 _count(debate, call_right(1 if winner == "LONG" else -1, move), count)
+            _research_calls(research, chunk, move)
     return {
         "analysts": [
             {"role": role, **Tally(calls=calls, right=right).to_dict()}
             for role, (calls, right) in sorted(analysts.items())
         ],
         "debate": Tally(calls=debate[0], right=debate[1]).to_dict(),
+        "research_signals": [
+            {"signal": name, **Tally(calls=calls, right=right).to_dict()}
+            for name, (calls, right) in sorted(research.items())
+        ],
     }
+
+
+def _research_calls(totals: dict[str, list[int]], runs: Sequence[int], move: int) -> None:
+    """The research signals a person attached to the strategy, as each run read them (its context
+    stage keeps each one's position as of the run's day), counted against the realised move like an
+    analyst's call."""
+    rows = StageRun.objects.filter(run_id__in=runs, stage="context").values_list("output__research_signals", flat=True)
+    for signals in rows:
+        for entry in signals or []:
+            reading = entry.get("reading") if isinstance(entry, Mapping) else None
+            position = reading.get("position") if isinstance(reading, Mapping) else None
+            if isinstance(position, int) and not isinstance(position, bool):
+                _count(totals[str(entry.get("name", "?"))], call_right(position, move), 1)
 
 
 # A note's call: +1 bullish, -1 bearish, 0 for an abstention or a stance of zero (no side taken).

@@ -375,3 +375,24 @@ def test_the_number_of_queries_does_not_grow_with_the_positions(monkeypatch) -> 
 
     Heuristic.objects.create(code="H-1", text="rule", status="active")
     assert queries_for(2) == queries_for(7)
+
+
+def test_a_research_signal_the_runs_read_is_scored_like_an_analysts_call() -> None:
+    """The research signal a person attached reaches each run's context with its position as of the
+    run's day; the review counts it against the realised move, beside the analysts."""
+    from trading.models import StageRun
+
+    account = AccountFactory(roomy=True)
+    rising = position_on_path(trending(100, 12, "1"), account=account, horizon_sessions=5)
+    also_rising = position_on_path(trending(100, 12, "1"), account=account, horizon_sessions=5)
+    for run, position in ((rising.thesis.run, 1), (also_rising.thesis.run, -1)):
+        signal = {"name": "sma_crossover(fast=10, slow=50)", "reading": {"position": position}}
+        StageRun.objects.create(
+            run=run, stage="context", position=1, status=StageRun.Status.DONE, output={"research_signals": [signal]}
+        )
+
+    accuracy = hard_for(account)["accuracy"]
+
+    assert accuracy["research_signals"] == [
+        {"signal": "sma_crossover(fast=10, slow=50)", "calls": 2, "right": 1, "rate": "0.5000"}
+    ]
