@@ -28,7 +28,7 @@ marked at its close, not closed.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import ROUND_FLOOR, Decimal
 from itertools import pairwise
 from typing import Any
@@ -269,7 +269,14 @@ def _close(bars: Bars, trade: _OpenTrade, index: int, cash: Decimal, config: Bac
         exit_costs=costs,
     )
     cash += trade.entry_price * trade.quantity + gross - costs
-    closed = Trade(
+    return cash, _ended(bars, trade, index=index, reference=reference, price=price, costs=costs, pnl=pnl)
+
+
+def _ended(
+    bars: Bars, trade: _OpenTrade, *, index: int, reference: Decimal, price: Decimal, costs: Decimal, pnl: Decimal
+) -> Trade:
+    """The trade as it left (or, at the last bar, as it stands), with its entry as it was made."""
+    return Trade(
         direction=trade.direction,
         quantity=trade.quantity,
         entry_index=trade.entry_index,
@@ -284,7 +291,6 @@ def _close(bars: Bars, trade: _OpenTrade, index: int, cash: Decimal, config: Bac
         exit_costs=costs,
         pnl=pnl,
     )
-    return cash, closed
 
 
 def _marked_trade(bars: Bars, trade: _OpenTrade) -> Trade:
@@ -298,20 +304,8 @@ def _marked_trade(bars: Bars, trade: _OpenTrade) -> Trade:
         entry_costs=trade.entry_costs,
         exit_costs=Decimal(0),
     )
-    return Trade(
-        direction=trade.direction,
-        quantity=trade.quantity,
-        entry_index=trade.entry_index,
-        entry_date=bars.date(trade.entry_index),
-        entry_reference=trade.entry_reference,
-        entry_price=trade.entry_price,
-        entry_costs=trade.entry_costs,
-        exit_index=last,
-        exit_date=bars.date(last),
-        exit_reference=close,
-        exit_price=close,
-        exit_costs=Decimal(0),
-        pnl=pnl,
+    return replace(
+        _ended(bars, trade, index=last, reference=close, price=close, costs=Decimal(0), pnl=pnl),
         closed=False,
     )
 
