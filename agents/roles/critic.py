@@ -252,6 +252,12 @@ class _PackFacts:
 
     losing_positions: Collection[int]
     heuristics: Collection[str]
+    closed_positions: int = 0
+
+
+# A calibration action needs this many closed positions behind its win rate: with fewer, code's
+# check could not pass until more trades close, and the gate it holds would stop them closing.
+CALIBRATION_MIN_CLOSED = 5
 
 
 Checked = tuple[dict[str, str | int | float] | None, str]
@@ -274,7 +280,9 @@ def _lesson_param(params: Mapping[str, object], pack: _PackFacts) -> Checked:
     return {"position_id": position}, ""
 
 
-def _gap_param(params: Mapping[str, object], _pack: _PackFacts) -> Checked:
+def _gap_param(params: Mapping[str, object], pack: _PackFacts) -> Checked:
+    if pack.closed_positions < CALIBRATION_MIN_CLOSED:
+        return None, f"{pack.closed_positions} closed position(s) are too few for a win rate to calibrate against"
     gap = _fraction(params.get("max_gap"))
     return ({"max_gap": gap}, "") if gap and 0 < gap <= 1 else (None, "max_gap is not a fraction")
 
@@ -296,13 +304,10 @@ _PARAM_CHECKS: Mapping[str, Callable[[Mapping[str, object], _PackFacts], Checked
 }
 
 
-def _settled_action(
-    action: RequiredAction, *, losing_positions: Collection[int], heuristics: Collection[str]
-) -> tuple[RequiredAction, str]:
+def _settled_action(action: RequiredAction, *, facts: _PackFacts) -> tuple[RequiredAction, str]:
     if action.kind == "free_form":
         return action.model_copy(update={"params": {}}), ""
     checker = _PARAM_CHECKS.get(action.kind)
-    facts = _PackFacts(losing_positions=losing_positions, heuristics=heuristics)
     params, why = checker(action.params, facts) if checker else (None, f"unknown kind {action.kind!r}")
     if params is not None:
         return action.model_copy(update={"params": params}), ""
@@ -333,6 +338,7 @@ def settle(
     universe: Collection[str] = (),
     losing_positions: Collection[int] = (),
     heuristics: Collection[str] = (),
+    closed_positions: int = 0,
 ) -> tuple[CritiqueDirective, list[str]]:
     """What code decides about a directive, and a note for each change it made:
 
@@ -351,7 +357,12 @@ def settle(
         notes.append("severity raised to directive: a finding flagged before is still present")
     actions = []
     for action in directive.required_actions:
-        settled, note = _settled_action(action, losing_positions=losing_positions, heuristics=heuristics)
+        settled, note = _settled_action(
+            action,
+            facts=_PackFacts(
+                losing_positions=losing_positions, heuristics=heuristics, closed_positions=closed_positions
+            ),
+        )
         actions.append(settled)
         notes += [note] if note else []
     if severity == "directive" and not actions:

@@ -231,8 +231,15 @@ def _ask(
         universe=_universe(pack),
         losing_positions=losing,
         heuristics=[str(code) for code in (pack.get("ids") or {}).get("heuristics") or []],
+        closed_positions=_closed_count(pack),
     )
     return _Issued(directive=settled, notes=notes, model=model, grounding=grounding.last)
+
+
+def _closed_count(pack: Mapping[str, Any]) -> int:
+    performance = pack.get("performance")
+    closed = performance.get("closed") if isinstance(performance, Mapping) else None
+    return closed if isinstance(closed, int) and not isinstance(closed, bool) else 0
 
 
 def _universe(pack: Mapping[str, Any]) -> list[str]:

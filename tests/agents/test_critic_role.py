@@ -245,3 +245,23 @@ def test_the_check_gets_one_repair_naming_the_problem_then_the_call_fails_closed
         write_directive(ModelChoice(client, "q", "d"), critique_request(pack=body), check=check)
     assert len(client.requests) == 2
     assert "0.99 (diagnosis)" in client.requests[1].prompt and "run 999" in client.requests[1].prompt
+
+
+def test_a_calibration_action_needs_enough_closed_positions_to_be_checked_by_code():
+    """With fewer closed positions than a win rate needs, code's check could never pass while the gate
+    stops new trades from closing: such an action becomes free-form, for an approver to judge."""
+    from agents.roles.critic import CALIBRATION_MIN_CLOSED, CritiqueDirective, RequiredAction, settle
+
+    directive = CritiqueDirective(
+        severity="directive",
+        diagnosis="Stated conviction runs far above the record.",
+        required_actions=[RequiredAction(kind="calibrate_confidence", text="Calibrate.", params={"max_gap": 0.1})],
+        prohibited_patterns=[],
+        evidence=["run 1"],
+    )
+
+    few, notes = settle(directive, minimum_severity="advisory", closed_positions=CALIBRATION_MIN_CLOSED - 1)
+    enough, _ = settle(directive, minimum_severity="advisory", closed_positions=CALIBRATION_MIN_CLOSED)
+
+    assert few.required_actions[0].kind == "free_form" and "too few" in notes[0]
+    assert enough.required_actions[0].kind == "calibrate_confidence"

@@ -125,7 +125,7 @@ def pack(
             "limits": {"risk_per_trade_pct": 1.0, "max_notional_pct": max_notional_pct, "max_positions": 5},
         },
         "window": {"first": "2026-09-01", "last": "2026-11-20", "as_of": "2026-11-20", "runs_read": 40},
-        "performance": {"runs": 40, "win_rate": 0.375, "largest_position_pct": largest_position_pct},
+        "performance": {"runs": 40, "closed": 8, "win_rate": 0.375, "largest_position_pct": largest_position_pct},
         "signals": {"distinct_families": 1, "ic_floor": 0.03, "demoted_cited": list(demoted)},
         "mandate": {"breaches": 0, "max_notional_pct": max_notional_pct},
         "loops": rows,
