@@ -27,7 +27,9 @@ conviction".
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import datetime as dt
+import hashlib
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -35,7 +37,8 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db.models import FloatField, Q, QuerySet
+from django.db import IntegrityError, transaction
+from django.db.models import Count, FloatField, Max, Q, QuerySet
 from django.db.models.functions import Cast
 
 from agents.models import CalibrationFit
@@ -47,6 +50,7 @@ from reviews.domain.calibration import (
     reliability_bins,
     should_refit,
 )
+from reviews.models import CalibrationSnapshot
 from trading.models import Account, AnalystNoteRecord, DailyBar, DebateRecord, Strategy
 
 __all__ = [
@@ -321,12 +325,48 @@ def summarise(calls_by_subject: Mapping[str, Sequence[Call]], *, threshold: floa
     }
 
 
+def calibration_data_key(account: Account | None, end: dt.date, config: CalibrationSettings) -> str:
+    """A fingerprint of what a summary up to ``end`` is computed from: how many notes, debates and
+    bars there are up to that day and the latest id of each (rows are added, never edited in place,
+    by the pipeline and the imports), and the settings that shape the summary. Three aggregate
+    queries, however many rows."""
+    runs = _runs_of(account, "run__")
+    parts: list[object] = [dataclasses.astuple(config)]
+    for rows in (
+        AnalystNoteRecord.objects.filter(runs, run__as_of__lte=end),
+        DebateRecord.objects.filter(runs, run__as_of__lte=end),
+        DailyBar.objects.filter(date__lte=end),
+    ):
+        parts.append(tuple(rows.aggregate(n=Count("id"), top=Max("id")).values()))
+    return hashlib.sha256(repr(parts).encode()).hexdigest()
+
+
 def calibration_summary(*, account: Account | None = None, end: dt.date | None = None) -> dict[str, Any]:
     """The calibration block of a review's hard part (shape in the module's docstring and the
     hard-part schema): ECEs of the last ``BUFFER_SIZE`` resolved calls per subject up to ``end``
-    (today when None), of ``account``'s runs only when one is given."""
+    (today when None), of ``account``'s runs only when one is given.
+
+    Kept as the day's ``CalibrationSnapshot`` once computed: the daily review computes it, and the
+    weekly and epoch reviews of the same day (and any review run again) read it, as long as the
+    rows it was computed from are unchanged (``calibration_data_key``)."""
     config = CalibrationSettings.from_settings()
     last_day = end or dt.date.today()
+    key = calibration_data_key(account, last_day, config)
+    stored = CalibrationSnapshot.objects.filter(account=account, end=last_day, data_key=key).first()
+    if stored is not None:
+        return dict(stored.summary)
+    summary = _computed_summary(account, last_day, config)
+    try:
+        with transaction.atomic():
+            CalibrationSnapshot.objects.update_or_create(
+                account=account, end=last_day, defaults={"data_key": key, "summary": summary}
+            )
+    except IntegrityError:
+        pass  # another review stored the same day's summary first: this one is as good, and returned
+    return summary
+
+
+def _computed_summary(account: Account | None, last_day: dt.date, config: CalibrationSettings) -> dict[str, Any]:
     closes = _Closes(last_day)  # every subject reads the same instruments' closes: read them once
     calls = {
         subject: resolved_calls(

@@ -223,3 +223,30 @@ class SignalIC(models.Model):
 
     def __str__(self) -> str:
         return f"IC {self.signal}={self.ic} for strategy {self.strategy_id}@{self.as_of}"
+
+
+class CalibrationSnapshot(models.Model):
+    """The desk's calibration summary as of a day, kept once computed: the evaluation summary every
+    review of that day reads instead of resolving the same calls again.
+
+    ``data_key`` fingerprints what it was computed from (the notes' and debates' counts and latest
+    ids up to the day, the bars' likewise, and the settings that shape it); a summary whose key no
+    longer matches the rows is computed again and replaces it, so a stored one is never stale."""
+
+    account = models.ForeignKey("trading.Account", on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    end = models.DateField()
+    data_key = models.CharField(max_length=64)
+    summary = models.JSONField()
+    computed_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-end", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["account", "end"], name="calibration_snapshot_per_day"),
+            models.UniqueConstraint(
+                fields=["end"], condition=models.Q(account__isnull=True), name="calibration_snapshot_desk_per_day"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"calibration of account {self.account_id} as of {self.end}"

@@ -9,7 +9,9 @@ from decimal import Decimal
 import pytest
 
 from agents.models import CalibrationFit
+from reviews import calibration_service
 from reviews.calibration_service import calibration_summary, historical_rate, refit_calibration, resolved_calls
+from reviews.models import CalibrationSnapshot
 from tests.factories import AccountFactory, InstrumentFactory, PipelineRunFactory, ThesisFactory, bars_for, trending
 from trading.book.accounts import default_account, replay_account
 from trading.models import AnalystNoteRecord, DailyBar, DebateRecord, Instrument, PipelineRun, Strategy, StrategyRun
@@ -139,6 +141,7 @@ def test_no_look_ahead_bars_after_the_end_change_nothing(rising, calibration_set
     DailyBar.objects.filter(instrument=instrument, date__gt=end).update(
         open=Decimal("1.00"), high=Decimal("1.00"), low=Decimal("1.00"), close=Decimal("1.00")
     )
+    CalibrationSnapshot.objects.all().delete()  # computed again, from the perturbed rows
 
     assert calibration_summary(end=end) == before
     assert before["by_subject"]["technical"]["samples"] == 3  # as_of days 0..2 resolve by day 12
@@ -251,3 +254,39 @@ def test_the_beat_task_refits_what_is_due_and_names_it(rising, calibration_setti
 
     assert refit_task.apply(kwargs={"day": days[-1].isoformat()}).get() == {"debate": 4}
     assert refit_task.apply(kwargs={"day": days[-1].isoformat()}).get() == {}  # nothing new since
+
+
+def test_a_days_summary_is_computed_once_and_read_back_while_its_rows_are_unchanged(
+    rising, calibration_settings, monkeypatch
+) -> None:
+    """The daily review computes the day's calibration; the weekly review of the same day reads it.
+    A row added since (a new note, a new bar) changes the fingerprint, and it is computed again."""
+    instrument, days = rising
+    for index in range(6):
+        note(run_on(instrument, days[index]), "technical", "0.5" if index % 2 else "-0.5", "0.7")
+    computed = []
+    compute = calibration_service._computed_summary
+    monkeypatch.setattr(calibration_service, "_computed_summary", lambda *args: computed.append(args) or compute(*args))
+    end = days[12]
+
+    first = calibration_summary(end=end)
+    again = calibration_summary(end=end)
+
+    assert again == first and len(computed) == 1
+    assert CalibrationSnapshot.objects.get(account=None, end=end).summary == first
+
+    note(run_on(instrument, days[1]), "technical", "0.5", "0.9")  # a call that resolves by the end
+    changed = calibration_summary(end=end)
+
+    assert len(computed) == 2
+    assert changed["by_subject"]["technical"]["samples"] == first["by_subject"]["technical"]["samples"] + 1
+    assert CalibrationSnapshot.objects.filter(end=end).count() == 1  # replaced, not added
+
+
+def test_each_account_keeps_its_own_days_summary(rising, calibration_settings) -> None:
+    instrument, days = rising
+    note(run_on(instrument, days[0]), "technical", "0.5", "0.7")
+    calibration_summary(end=days[-1])
+    calibration_summary(account=default_account(), end=days[-1])
+
+    assert CalibrationSnapshot.objects.filter(end=days[-1]).count() == 2
