@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from itertools import pairwise
 
+from vocabulary.performance import sharpe_ratio, sortino_ratio
+
 __all__ = [
     "SESSIONS_PER_YEAR",
     "BenchmarkComparison",
@@ -210,26 +212,19 @@ def max_drawdown(equity: Sequence[EquityPoint]) -> Drawdown:
 
 
 def sharpe(returns: Sequence[Decimal]) -> Decimal | None:
-    """Annualised Sharpe ratio of daily ``returns`` (risk-free 0, sample deviation); None under two
-    returns or with no deviation."""
-    if len(returns) < 2:
+    """Annualised Sharpe ratio of daily ``returns`` (risk-free 0, sample deviation; the desk's one
+    definition, ``vocabulary.performance.sharpe_ratio``); None under two returns or with no deviation."""
+    if len(returns) < 2 or len(set(returns)) == 1:
         return None
-    mean = _mean(returns)
-    variance = sum(((r - mean) ** 2 for r in returns), start=Decimal(0)) / (len(returns) - 1)
-    if variance == 0:
-        return None
-    return _annualised(mean / variance.sqrt())
+    return _hundredths(Decimal(repr(sharpe_ratio([float(r) for r in returns], SESSIONS_PER_YEAR))))
 
 
 def sortino(returns: Sequence[Decimal]) -> Decimal | None:
-    """Annualised Sortino ratio of daily ``returns`` (target 0); None under two returns or with no
-    day below zero."""
-    if len(returns) < 2:
+    """Annualised Sortino ratio of daily ``returns`` (target 0; ``vocabulary.performance.sortino_ratio``);
+    None under two returns or with no day below zero."""
+    if len(returns) < 2 or all(r >= 0 for r in returns):
         return None
-    downside = sum((min(r, Decimal(0)) ** 2 for r in returns), start=Decimal(0)) / len(returns)
-    if downside == 0:
-        return None
-    return _annualised(_mean(returns) / downside.sqrt())
+    return _hundredths(Decimal(repr(sortino_ratio([float(r) for r in returns], SESSIONS_PER_YEAR))))
 
 
 def against_benchmark(equity: Sequence[EquityPoint], benchmark: Sequence[BenchmarkPoint]) -> BenchmarkComparison | None:
@@ -265,14 +260,6 @@ def _total_return_pct(equity: Sequence[EquityPoint]) -> Decimal | None:
 
 def _return_pct(start: Decimal, end: Decimal) -> Decimal:
     return _hundredths((end / start - 1) * HUNDRED)
-
-
-def _mean(values: Sequence[Decimal]) -> Decimal:
-    return sum(values, start=Decimal(0)) / len(values)
-
-
-def _annualised(daily_ratio: Decimal) -> Decimal:
-    return _hundredths(daily_ratio * Decimal(SESSIONS_PER_YEAR).sqrt())
 
 
 def _money(amount: Decimal) -> Decimal:
