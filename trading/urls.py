@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import include, path
 
 from trading.book import views as book
 from trading.health import views as health
@@ -20,4 +20,9 @@ urlpatterns = [
     path("strategies/", strategies.strategy_list, name="strategy_list"),
     path("strategies/<int:strategy_id>/start/", strategies.strategy_start, name="strategy_start"),
     path("positions/<int:position_id>/close/", book.position_close, name="position_close"),
+    path("", include("trading.home.urls")),
+    path("", include("trading.book.urls_extra")),
+    path("", include("trading.market.urls_extra")),
+    path("", include("trading.strategies.urls_extra")),
+    path("", include("trading.pipeline.urls_extra")),
 ]

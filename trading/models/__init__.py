@@ -2,10 +2,12 @@
 Django expects; a layer that may read only market data imports ``trading.models.market``."""
 
 from trading.models.book import Account, BookPass, Order, Position, PositionMark, Thesis
-from trading.models.desk import AuditEvent, DeskPermission, Heartbeat
+from trading.models.desk import AuditEvent, DeskPermission, Heartbeat, Notification, NotificationPreference
 from trading.models.market import (
     PRICE,
+    CorporateAction,
     DailyBar,
+    DataUpload,
     FeatureSnapshot,
     FundamentalsSnapshot,
     Instrument,
@@ -14,7 +16,7 @@ from trading.models.market import (
     ResearchSignal,
 )
 from trading.models.pipeline import AnalystNoteRecord, DebateRecord, HeuristicCitation, PipelineRun, StageRun
-from trading.models.strategies import Strategy, StrategyDirective, StrategyRun
+from trading.models.strategies import ReplayJob, Strategy, StrategyDirective, StrategyRun
 
 __all__ = [
     "PRICE",
@@ -22,7 +24,9 @@ __all__ = [
     "AnalystNoteRecord",
     "AuditEvent",
     "BookPass",
+    "CorporateAction",
     "DailyBar",
+    "DataUpload",
     "DebateRecord",
     "DeskPermission",
     "FeatureSnapshot",
@@ -32,10 +36,13 @@ __all__ = [
     "Instrument",
     "MacroIndicator",
     "NewsItem",
+    "Notification",
+    "NotificationPreference",
     "Order",
     "PipelineRun",
     "Position",
     "PositionMark",
+    "ReplayJob",
     "ResearchSignal",
     "StageRun",
     "Strategy",

@@ -163,6 +163,12 @@ class Position(models.Model):
     exit_reason = models.CharField(max_length=16, blank=True)
     exit_comment = models.TextField(blank=True, help_text="a manual exit's reason, as the person gave it")
     realised_pnl = models.DecimalField(max_digits=18, decimal_places=2, null=True, blank=True)
+    dividends = models.DecimalField(
+        max_digits=18, decimal_places=2, default=Decimal("0"), help_text="dividends received (+) or paid (-)"
+    )
+    adjustments = models.JSONField(
+        default=list, blank=True, help_text="splits and bonuses applied to quantity and levels, oldest first"
+    )
     is_replay = models.BooleanField(default=False)
 
     class Meta:

@@ -62,3 +62,46 @@ class Heartbeat(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind}:{self.name}@{self.seen_at:%Y-%m-%d %H:%M:%S}"
+
+
+class Notification(models.Model):
+    """Something a person should know: a thesis waiting for them, a fill, an exit, a failed run.
+    Shown in the desk's navigation until read; e-mailed too when the person opted into its kind."""
+
+    class Kind(models.TextChoices):
+        NEEDS_APPROVAL = "needs_approval", "needs approval"
+        FILLED = "filled", "filled"
+        EXITED = "exited", "stopped out / target hit"
+        RUN_FAILED = "run_failed", "run failed"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notifications")
+    kind = models.CharField(max_length=24, choices=Kind.choices)
+    title = models.CharField(max_length=200)
+    body = models.TextField(blank=True)
+    link = models.CharField(max_length=300, blank=True, help_text="the desk page it is about")
+    event_key = models.CharField(
+        max_length=120, help_text="what it is about, e.g. 'thesis:12:pending': one notification per user and event"
+    )
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    read_at = models.DateTimeField(null=True, blank=True)
+    emailed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [models.UniqueConstraint(fields=["user", "event_key"], name="notification_once_per_event")]
+        indexes = [models.Index(fields=["user", "read_at"], name="notification_unread")]
+
+    def __str__(self) -> str:
+        return f"{self.user_id} {self.kind} {self.title}"
+
+
+class NotificationPreference(models.Model):
+    """Which kinds of notification a person also wants by e-mail (none by default)."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notification_preference"
+    )
+    email_kinds = models.JSONField(default=list, blank=True, help_text="Notification.Kind values to e-mail")
+
+    def __str__(self) -> str:
+        return f"{self.user_id}: {', '.join(self.email_kinds) or 'no e-mail'}"

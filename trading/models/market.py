@@ -23,6 +23,7 @@ class Instrument(models.Model):
     tick_size = models.DecimalField(max_digits=12, decimal_places=4, default=Decimal("0.05"))
     lot_size = models.PositiveIntegerField(default=1)
     currency = models.CharField(max_length=3, default="INR")
+    isin = models.CharField(max_length=12, blank=True)
     is_active = models.BooleanField(default=True)
 
     class Meta:
@@ -178,3 +179,77 @@ class ResearchSignal(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} on strategy {self.strategy_id}"
+
+
+class CorporateAction(models.Model):
+    """A split, a bonus issue or a cash dividend, effective on its ex-date.
+
+    Splits and bonuses multiply the share count by ``ratio_new / ratio_old`` (a 1:5 split is
+    old 1, new 5; a 1:1 bonus is old 1, new 2); prices before the ex-date are divided by the same
+    factor wherever history is read. A dividend pays ``amount`` per share to a long position held
+    into the ex-date (a short pays it)."""
+
+    class Kind(models.TextChoices):
+        SPLIT = "split"
+        BONUS = "bonus"
+        DIVIDEND = "dividend"
+
+    instrument = models.ForeignKey(Instrument, on_delete=models.CASCADE, related_name="corporate_actions")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    ex_date = models.DateField()
+    ratio_old = models.PositiveIntegerField(null=True, blank=True)
+    ratio_new = models.PositiveIntegerField(null=True, blank=True)
+    amount = models.DecimalField(max_digits=18, decimal_places=4, null=True, blank=True, help_text="per share")
+    source = models.CharField(max_length=100, blank=True)
+    note = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    applied_at = models.DateTimeField(
+        null=True, blank=True, help_text="when the book applied it to the open positions (once)"
+    )
+
+    class Meta:
+        ordering = ["instrument", "ex_date", "kind"]
+        constraints = [
+            models.UniqueConstraint(fields=["instrument", "kind", "ex_date"], name="corporate_action_once"),
+            models.CheckConstraint(
+                condition=(
+                    Q(kind="dividend", amount__gt=0)
+                    | (Q(kind__in=["split", "bonus"]) & Q(ratio_old__gte=1) & Q(ratio_new__gte=1))
+                ),
+                name="corporate_action_complete",
+            ),
+        ]
+        indexes = [models.Index(fields=["instrument", "ex_date"], name="corporate_action_by_day")]
+
+    def __str__(self) -> str:
+        if self.kind == self.Kind.DIVIDEND:
+            return f"{self.instrument_id} dividend {self.amount} ex {self.ex_date}"
+        return f"{self.instrument_id} {self.kind} {self.ratio_old}:{self.ratio_new} ex {self.ex_date}"
+
+
+class DataUpload(models.Model):
+    """A file uploaded in the browser: checked first (the dry run's report is kept), imported only
+    when the person confirms, exactly once."""
+
+    class Status(models.TextChoices):
+        CHECKED = "checked"
+        IMPORTED = "imported"
+        DISCARDED = "discarded"
+
+    kind = models.CharField(max_length=16, help_text="instruments | bars | news | fundamentals")
+    file_format = models.CharField(max_length=16, help_text="desk | bhavcopy | yahoo | …, as detected or named")
+    filename = models.CharField(max_length=255)
+    stored_path = models.CharField(max_length=500, help_text="under the desk's data directory")
+    sha256 = models.CharField(max_length=64)
+    report = models.JSONField(default=dict, blank=True)
+    ok = models.BooleanField(default=False, help_text="the dry run found no problem")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.CHECKED)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    imported_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} upload {self.filename} ({self.status})"

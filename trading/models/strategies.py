@@ -163,3 +163,43 @@ class StrategyDirective(models.Model):
     @property
     def is_blocking(self) -> bool:
         return self.lifted_at is None and self.severity == self.Severity.DIRECTIVE and bool(self.blocking)
+
+
+class ReplayJob(models.Model):
+    """A history replay started from the browser or the command line: its window, its policy and
+    its progress, so it can be watched, cancelled and resumed from the last finished day."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        CANCELLED = "cancelled"
+        FINISHED = "finished"
+        FAILED = "failed"
+
+    strategy = models.ForeignKey(Strategy, on_delete=models.CASCADE, related_name="replay_jobs")
+    start = models.DateField()
+    end = models.DateField()
+    policy = models.CharField(max_length=64, default="all", help_text="all | none | conviction>=X")
+    provider = models.CharField(max_length=32, default="offline")
+    lessons_to_live = models.BooleanField(default=False)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    days_total = models.PositiveIntegerField(default=0)
+    days_done = models.PositiveIntegerField(default=0)
+    last_day = models.DateField(null=True, blank=True, help_text="the last day finished; a resume starts after it")
+    cancel_requested = models.BooleanField(default=False)
+    error = models.TextField(blank=True)
+    summary = models.JSONField(default=dict, blank=True)
+    task_id = models.CharField(max_length=64, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"replay {self.strategy_id} {self.start}..{self.end} ({self.status}, {self.days_done}/{self.days_total})"
