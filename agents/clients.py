@@ -15,10 +15,19 @@ from django.conf import settings
 from agents import recording
 from agents.domain.llm import LatencyClient, ModelChoice
 from agents.domain.pricing import FREE_PROVIDERS, PriceTable
-from agents.providers.factory import PROVIDERS, ProviderSettings, build_llm_client
+from agents.providers.factory import PROVIDERS, ProviderSettings, build_llm_client, missing_configuration
 from agents.roles import OfflineModel
 
-__all__ = ["DEFAULT_MODELS", "PROVIDERS", "model_choice", "provider_models", "require_priced"]
+__all__ = [
+    "DEFAULT_MODELS",
+    "PROVIDERS",
+    "model_choice",
+    "provider_models",
+    "provider_unavailable",
+    "providers_available",
+    "require_configured",
+    "require_priced",
+]
 
 DEFAULT_MODELS = {
     "offline": ("offline-rules", "offline-rules"),
@@ -53,6 +62,32 @@ def require_priced(provider: str) -> None:
             'calls: add it to LLM_PRICES (e.g. {"' + unpriced[0] + '": {"input": "3", "output": "15"}}, USD per '
             'million tokens) or set a "*" fallback price'
         )
+
+
+def require_configured(provider: str) -> None:
+    """A hosted provider needs its API key and Ollama its address before a run is created: without
+    them the run could only fail in the worker, with the reason in a log nobody reads."""
+    problem = missing_configuration(provider, settings.LLM, os.environ)
+    if problem:
+        raise ValueError(problem)
+
+
+def provider_unavailable(provider: str) -> str:
+    """Why a run on ``provider`` would be refused here (unknown, no key or address, no price), or
+    ``""`` when it may run: the one answer the run form, the API and strategy starts give."""
+    if provider not in PROVIDERS:
+        return f"unknown provider {provider!r}; choose one of {', '.join(PROVIDERS)}"
+    try:
+        require_priced(provider)
+        require_configured(provider)
+    except ValueError as problem:
+        return str(problem)
+    return ""
+
+
+def providers_available() -> list[str]:
+    """The providers a person may choose on this desk, in the desk's order."""
+    return [provider for provider in PROVIDERS if not provider_unavailable(provider)]
 
 
 def model_choice(provider: str, *, symbol: str) -> ModelChoice:

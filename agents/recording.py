@@ -85,13 +85,17 @@ class RunBudget:
     # Providers whose calls cost nothing: their runs need not read the day's spend at all.
     FREE_PROVIDERS = frozenset({"offline", "replay", "ollama"})
 
-    def __init__(self, *, run_id: int, recorder: BufferedRecorder, provider: str = "") -> None:
+    def __init__(self, *, run_id: int, recorder: BufferedRecorder, provider: str = "", fresh: bool = False) -> None:
+        """``fresh``: the caller knows no call of the run is stored yet (a replay's run, made in
+        the transaction executing it), so its tokens so far are 0 without asking."""
         self.recorder = recorder
         # An int (config/env.py's env_int); the checker sees settings.LLM's values only as objects.
         self.run_tokens_limit = cast(int, settings.LLM["RUN_TOKEN_BUDGET"])
         self.day_cost_limit = Decimal(str(settings.LLM["DAILY_COST_BUDGET"]))
-        run_calls = ModelCall.objects.filter(run_id=run_id).aggregate(i=Sum("input_tokens"), o=Sum("output_tokens"))
-        self.run_tokens_before = (run_calls["i"] or 0) + (run_calls["o"] or 0)
+        self.run_tokens_before = 0
+        if not fresh:
+            run_calls = ModelCall.objects.filter(run_id=run_id).aggregate(i=Sum("input_tokens"), o=Sum("output_tokens"))
+            self.run_tokens_before = (run_calls["i"] or 0) + (run_calls["o"] or 0)
         self.paid = provider not in self.FREE_PROVIDERS
         self.day_cost_before = self._spent_today() if self.paid else Decimal(0)
 

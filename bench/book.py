@@ -1,21 +1,27 @@
-"""How fast the approval queue and a thesis page answer, with 100 and with 10,000 theses stored.
+"""How fast the approval queue and a thesis page answer, with 100 and with 10,000 theses stored,
+from one web process and from several.
 
 Run from the project root:
 
-    .venv/bin/python bench/book.py [--quick] [--requests N] [--concurrency C] [--server daphne|runserver]
+    .venv/bin/python bench/book.py [--quick] [--requests N] [--concurrency 1,4,8] [--workers 1,N]
+                                   [--server desk|daphne|runserver]
 
 Everything happens in a throwaway SQLite database under a fresh temp directory (removed at the end
 unless ``--keep``). The bench seeds the demo market, runs the pipeline for real once per demo
-instrument (so a thesis page has a full stage record, a chart and risk checks to show), then:
+instrument (so a thesis page has a full stage record, a chart and risk checks to show), collects
+the static files as ``./desk up`` does (hashed, compressed), then:
 
 1. Fills the table to 100 theses (copies of the real ones, as ``_bulk_theses`` in the tests do:
    a few dozen pending on several instruments, the rest expired, rejected or refused by risk),
-   counts the SQL queries each page makes through ``django.test.Client`` in process, starts a real
-   server (daphne, as the desk runs it) on 127.0.0.1 with the same environment, logs an approver
-   in through the login form, and drives a bounded load: N requests per page from C threads, each
-   keeping its HTTP/1.1 connection alive (plus a short one-at-a-time pass: the service time).
-2. Fills the table to 10,000 theses (300 pending) while the server keeps running, and repeats
-   the query counts and the load.
+   counts the SQL queries each page makes through ``django.test.Client`` in process, and drives a
+   bounded load against each server: N requests per page from C threads for each C, each thread
+   keeping its HTTP/1.1 connection alive.
+2. Fills the table to 10,000 theses (300 pending) while the servers keep running, and repeats.
+
+The servers are started the way ``./desk up`` starts them (``./desk serve``: gunicorn with
+DESK_WEB_WORKERS uvicorn workers), one with a single worker (before: one process, as the single
+daphne was) and one with N (after; N defaults to ./desk's default, two per core up to 8), both on
+127.0.0.1 with the same environment, an approver logged in to each through the login form.
 
 Pages: ``/theses/`` (the queue: pending, the default), ``/theses/?status=all`` (every thesis
 sorted by conviction, paginated: what grows with the table) and ``/theses/<id>/`` (a real pending
@@ -30,6 +36,7 @@ import os
 import platform
 import re
 import shutil
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -40,7 +47,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from http.client import HTTPConnection, HTTPException, HTTPResponse
 from http.cookies import SimpleCookie
@@ -64,7 +71,9 @@ USERNAME = "bench-approver"
 PASSWORD = "bench only, in a throwaway database"
 SIZES = ((100, 40), (10_000, 300))  # (theses stored, of which pending)
 DECIDED = ("expired", "rejected", "risk_rejected")  # statuses the non-pending copies cycle through
-SERVER_START_TIMEOUT_S = 60
+SERVER_START_TIMEOUT_S = 120
+TARGET_P95_MS = 100.0
+TARGET_CONCURRENCY = 8
 REQUEST_TIMEOUT_S = 30
 
 
@@ -226,31 +235,58 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def desk_default_workers() -> int:
+    """What ./desk serve starts without DESK_WEB_WORKERS: two per core, at most 8."""
+    return min(2 * cpu_count(), 8)
+
+
 def server_command(server: str, port: int) -> list[str]:
+    if server == "desk":
+        return [str(PROJECT_ROOT / "desk"), "serve"]
     if server == "daphne":
         return [sys.executable, "-m", "daphne", "-b", HOST, "-p", str(port), "config.asgi:application"]
     return [sys.executable, "manage.py", "runserver", "--noreload", "--nothreading", f"{HOST}:{port}"]
 
 
 @contextmanager
-def running_server(server: str, log_path: Path) -> Iterator[int]:
+def running_server(server: str, workers: int, log_path: Path) -> Iterator[int]:
     """The server as a subprocess with this process's environment (the temp DESK_DATA_DIR and the
-    rest), stopped (its own process only) on the way out."""
+    rest) in a process group of its own (gunicorn's workers are its children), stopped with that
+    group on the way out."""
     port = free_port()
+    env = {**os.environ, "DESK_HOST": HOST, "DESK_PORT": str(port), "DESK_WEB_WORKERS": str(workers)}
     with log_path.open("w") as log:
         process = subprocess.Popen(
-            server_command(server, port), cwd=PROJECT_ROOT, env=dict(os.environ), stdout=log, stderr=subprocess.STDOUT
+            server_command(server, port),
+            cwd=PROJECT_ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         try:
             wait_until_serving(process, port, log_path)
             yield port
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=10)
+            stop_group(process)
+
+
+def stop_group(process: subprocess.Popen) -> None:
+    if process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+
+
+@dataclass
+class RunningServer:
+    label: str  # "1 worker", "4 workers"
+    port: int
+    cookie: str = ""
 
 
 def wait_until_serving(process: subprocess.Popen, port: int, log_path: Path) -> None:
@@ -385,30 +421,28 @@ def check_page(port: int, page: Page, cookie: str) -> None:
 # --- printing -----------------------------------------------------------------------------------------
 
 
-def load_line(label: str, concurrency: int, load: Load) -> str:
-    if not load.latencies:
-        return f"  {label:<24} C={concurrency}: no answers; errors {dict(load.errors)}"
-    ms = [value * 1000 for value in load.latencies]
-    problems = {str(k): v for k, v in load.statuses.items() if k != 200} | dict(load.errors)
-    return (
-        f"  {label:<24} C={concurrency} {load.requests:>5} req {load.requests / load.elapsed_s:>7.1f} req/s  "
-        f"p50 {percentile(ms, 50):>7.1f}  p95 {percentile(ms, 95):>7.1f}  p99 {percentile(ms, 99):>7.1f}  "
-        f"max {max(ms):>7.1f} ms  {load.body_bytes / len(ms) / 1024:>5.0f} KiB  "
-        f"{load.connections} conn{'  NOT 200: ' + str(problems) if problems else ''}"
-    )
-
-
 def print_header(data_dir: Path, args: argparse.Namespace) -> None:
     print(
         f"Machine: {cpu_count()} cores ({cpu_model()}), Python {platform.python_version()}, "
         f"SQLite {sqlite3.sqlite_version} (WAL, synchronous=NORMAL); {load_average()}"
     )
+    server = "./desk serve (gunicorn, uvicorn workers)" if args.server == "desk" else args.server
     print(
-        f"Settings: throwaway DB {data_dir / 'desk.sqlite3'}; DEBUG off; server {args.server} on {HOST} "
-        f"(one process; Django runs sync views on one thread); load generator in this process, "
-        f"{args.requests} requests per page at C={args.concurrency} and {args.serial_requests} at C=1, "
-        f"each page stopped after {args.time_limit:.0f} s{'; --quick' if args.quick else ''}"
+        f"Settings: throwaway DB {data_dir / 'desk.sqlite3'}; DEBUG off; static files hashed and compressed; "
+        f"server {server} on {HOST} with {' and '.join(str(w) for w in args.workers)} worker process(es) "
+        f"(each runs Django's sync views one at a time); load generator in this process (it shares the cores), "
+        f"{args.requests} requests per page and concurrency ({args.serial_requests} at C=1), "
+        f"each stopped after {args.time_limit:.0f} s{'; --quick' if args.quick else ''}"
     )
+
+
+def latency_cell(load: Load) -> str:
+    if not load.latencies:
+        return f"{'no answers':>26}"
+    ms = [value * 1000 for value in load.latencies]
+    bad = sum(v for k, v in load.statuses.items() if k != 200) + sum(load.errors.values())
+    cell = f"{percentile(ms, 50):6.1f} {percentile(ms, 95):7.1f} {load.requests / load.elapsed_s:6.1f}/s"
+    return f"{cell}{f' {bad} bad' if bad else '':>7}"
 
 
 def print_queries(counts: dict[int, dict[str, PageQueries]]) -> None:
@@ -460,23 +494,51 @@ def pages_for(thesis: object) -> list[Page]:
     ]
 
 
-def measure_size(port: int, cookie: str, pages: Sequence[Page], args: argparse.Namespace, fill_s: float) -> None:
+def measure_size(
+    servers: Sequence[RunningServer], pages: Sequence[Page], args: argparse.Namespace, fill_s: float
+) -> dict[tuple[str, str, int], Load]:
+    """Every page on every server at every concurrency; prints a table: p50 and p95 in ms, req/s."""
     stored, pending = thesis_counts()
-    print(f"\n{stored:,} theses stored, {pending:,} pending (table filled in {fill_s:.1f} s); latency in ms:")
+    print(f"\n{stored:,} theses stored, {pending:,} pending (table filled in {fill_s:.1f} s)")
+    header = "".join(f"{f'C={c}: p50 p95 ms, req/s':>33}" for c in args.concurrency)
+    print(f"  {'page':<22} {'server':<10}{header}")
+    results: dict[tuple[str, str, int], Load] = {}
     for page in pages:
-        check_page(port, page, cookie)
-        drive(port, page.path, cookie, 5, 1, args.time_limit)  # warm-up, not reported
-        if args.serial_requests:
-            serial = drive(port, page.path, cookie, args.serial_requests, 1, args.time_limit)
-            print(load_line(page.label, 1, serial))
-        loaded = drive(port, page.path, cookie, args.requests, args.concurrency, args.time_limit)
-        print(load_line(page.label, args.concurrency, loaded))
+        for server in servers:
+            check_page(server.port, page, server.cookie)
+            widest = max(args.concurrency)
+            drive(server.port, page.path, server.cookie, 2 * widest, widest, 30)  # warm-up, not reported
+            cells = []
+            for concurrency in args.concurrency:
+                count = args.serial_requests if concurrency == 1 else args.requests
+                load = drive(server.port, page.path, server.cookie, count, concurrency, args.time_limit)
+                results[(page.label, server.label, concurrency)] = load
+                cells.append(f"{latency_cell(load):>33}")
+            print(f"  {page.label:<22} {server.label:<10}{''.join(cells)}", flush=True)
+    return results
+
+
+def print_target(results: dict[tuple[str, str, int], Load], servers: Sequence[RunningServer]) -> None:
+    """The issue's target: p95 at most 100 ms at concurrency 8 with 10,000 theses stored."""
+    after = servers[-1].label
+    print(f"\nTarget p95 <= {TARGET_P95_MS:.0f} ms at C={TARGET_CONCURRENCY}, 10,000 theses, {after}:")
+    for (page, server, concurrency), load in results.items():
+        if server != after or concurrency != TARGET_CONCURRENCY or not load.latencies:
+            continue
+        p95 = percentile([value * 1000 for value in load.latencies], 95)
+        before = results.get((page, servers[0].label, concurrency))
+        was = f" (was {percentile([v * 1000 for v in before.latencies], 95):.1f} ms with {servers[0].label})"
+        print(
+            f"  {page:<22} p95 {p95:6.1f} ms{was if before and before.latencies else ''}: "
+            f"{'met' if p95 <= TARGET_P95_MS else 'NOT met'}"
+        )
 
 
 def bench(args: argparse.Namespace, data_dir: Path) -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
+    call_command("collectstatic", interactive=False, verbosity=0)  # as ./desk up does, before the servers
     print_header(data_dir, args)
     started = time.perf_counter()
     user = approver_user()
@@ -494,17 +556,29 @@ def bench(args: argparse.Namespace, data_dir: Path) -> None:
         f"(a real run, {target.run.stages.count()} stages)"
     )
     counts: dict[int, dict[str, PageQueries]] = {}
-    with running_server(args.server, data_dir / "server.log") as port:
-        cookie = log_in(port)
-        print(f"Server {args.server} on {HOST}:{port}; approver {USERNAME!r} logged in through the login form")
+    with ExitStack() as stack:
+        servers = []
+        for workers in args.workers:
+            label = f"{workers} worker{'s' if workers != 1 else ''}"
+            log = data_dir / f"server-{workers}.log"
+            port = stack.enter_context(running_server(args.server, workers, log))
+            servers.append(RunningServer(label, port, log_in(port)))
+        print(
+            "Servers: "
+            + "; ".join(f"{server.label} on {HOST}:{server.port}" for server in servers)
+            + f"; approver {USERNAME!r} logged in to each through the login form"
+        )
+        results: dict[tuple[str, str, int], Load] = {}
         for total, pending in SIZES:
             filled = time.perf_counter()
             fill_to(total, pending, templates, pending_templates)
             fill_s = time.perf_counter() - filled
             counts[total] = query_counts(pages, user)
-            measure_size(port, cookie, pages, args, fill_s)
+            results = measure_size(servers, pages, args, fill_s)
+        print_target(results, servers)
     print_queries(counts)
-    print_server_problems(data_dir / "server.log")
+    for workers in args.workers:
+        print_server_problems(data_dir / f"server-{workers}.log")
 
 
 def print_server_problems(log_path: Path) -> None:
@@ -512,20 +586,42 @@ def print_server_problems(log_path: Path) -> None:
     print(f"Server log: {len(lines)} error line(s){': ' + lines[0] if lines else ''}")
 
 
+def positive_list(text: str) -> list[int]:
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"{text!r}: whole numbers separated by commas") from error
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: at least one number, each at least 1")
+    return values
+
+
 def parse_arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--requests", type=int, default=500, help="requests per page at --concurrency")
-    parser.add_argument("--concurrency", type=int, default=4, help="client threads, each with its own connection")
-    parser.add_argument("--serial-requests", type=int, default=100, help="requests per page one at a time (0: none)")
+    parser.add_argument("--requests", type=int, default=300, help="requests per page at each concurrency above 1")
+    parser.add_argument(
+        "--concurrency", type=positive_list, default=[1, 4, 8], help="client threads, comma-separated (1,4,8)"
+    )
+    parser.add_argument(
+        "--workers",
+        type=positive_list,
+        default=None,
+        help=f"web worker processes per server, comma-separated: before,after (default 1,{desk_default_workers()})",
+    )
+    parser.add_argument("--serial-requests", type=int, default=100, help="requests per page at concurrency 1")
     parser.add_argument("--time-limit", type=float, default=120.0, help="seconds at most per page and pass")
-    parser.add_argument("--server", choices=("daphne", "runserver"), default="daphne")
+    parser.add_argument("--server", choices=("desk", "daphne", "runserver"), default="desk")
     parser.add_argument("--quick", action="store_true", help="100 requests per page, 30 one at a time")
     parser.add_argument("--keep", action="store_true", help="keep the temp directory (its path is printed)")
     args = parser.parse_args()
     if args.quick:
         args.requests, args.serial_requests = 100, 30
-    if args.requests < 1 or args.concurrency < 1 or args.serial_requests < 0:
-        parser.error("--requests and --concurrency must be at least 1, --serial-requests at least 0")
+    if args.requests < 1 or args.serial_requests < 1:
+        parser.error("--requests and --serial-requests must be at least 1")
+    if args.workers is None:
+        args.workers = [1, desk_default_workers()]
+    if args.server != "desk":
+        args.workers = [1]  # daphne and runserver are one process
     return args
 
 
@@ -534,6 +630,8 @@ def main() -> None:
     started = time.perf_counter()
     data_dir = Path(tempfile.mkdtemp(prefix="desk-bench-book-"))
     os.environ["DEBUG"] = "0"  # the server inherits this environment: no query log, no debug pages
+    os.environ["STATIC_ROOT"] = str(data_dir / "staticfiles")  # collected here, as ./desk up collects
+    os.environ["DESK_STATIC_HASHED"] = "1"
     os.environ.pop("ALLOWED_HOSTS", None)  # the default allows 127.0.0.1 and the test client's host
     try:
         use_throwaway_database(data_dir)

@@ -2,7 +2,8 @@
 
 Run from the project root:
 
-    .venv/bin/python bench/replay.py [--days N] [--quick] [--keep]
+    .venv/bin/python bench/replay.py [--days N] [--quick] [--keep] [--paths plain,fast] [--instruments N]
+                                     [--scale [NxY ...]]
 
 One strategy over the 12 demo instruments (``seed_demo``), replayed over the last N sessions of the
 demo (default 250, about a year; ``--quick`` 30) with the offline model, approval policy ``all``
@@ -21,6 +22,11 @@ reviews, realised PnL), and the split of the wall time:
   summed per stage name, and the time between stages;
 - the drift: seconds per session over the first and the last tenth of the sessions, since rows
   pile up day after day (model calls, memory, marks, audit events).
+
+Both paths are timed in the same run, plain (before) then fast (after), on the same window: the
+comparison prints each one's wall time, runs per second and ms per session in the first and the
+last month, and the speed-up. ``--scale`` replays synthetic universes (instruments x years) on the
+fast path, each in a fresh process, and prints wall time and peak memory per point.
 """
 
 from __future__ import annotations
@@ -189,7 +195,11 @@ def refusal_kind(text: str) -> str:
     return reason.split(":", 1)[0] if ":" in reason else " ".join(reason.split()[:6])
 
 
-def run_replay(strategy: object, sessions: list[dt.date], progress: bool, strict: bool) -> ReplayResult:
+def run_replay(
+    strategy: object, sessions: list[dt.date], progress: bool, strict: bool, fast: bool = False
+) -> ReplayResult:
+    """The replay through ``replay_strategy``: the plain path (``fast`` False: each run reads and
+    writes as a live run does) or the fast one (inputs read once, each day in one transaction)."""
     from trading.strategies.replay import ApprovalPolicy, replay_strategy
 
     approved, refused, decisions, day_seconds = 0, Counter(), Counter(), []
@@ -197,7 +207,12 @@ def run_replay(strategy: object, sessions: list[dt.date], progress: bool, strict
     with timed_steps(strict) as steps:
         started = last = time.perf_counter()
         days = replay_strategy(
-            strategy=strategy, start=sessions[0], end=sessions[-1], policy=ApprovalPolicy.parse("all")
+            strategy=strategy,
+            start=sessions[0],
+            end=sessions[-1],
+            policy=ApprovalPolicy.parse("all"),
+            fast=fast,
+            atomic_days=fast,
         )
         for index, day in enumerate(days, start=1):
             now = time.perf_counter()
@@ -470,7 +485,26 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--strict", action="store_true", help="a failing review ends the replay (as manage.py replay)")
     parser.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     parser.add_argument("--keep", action="store_true", help="keep the temp directory (its path is printed)")
+    parser.add_argument(
+        "--paths",
+        default="plain,fast",
+        help="which replay paths to time, in order (plain = today's, fast = inputs read once); default both",
+    )
+    parser.add_argument("--instruments", type=int, default=0, help="only the first N demo instruments (default all 12)")
+    parser.add_argument(
+        "--scale",
+        nargs="*",
+        metavar="NxY",
+        help="scaling points, instruments x years on the fast path (e.g. 12x0.2 24x0.2 12x0.4); "
+        "with no value: 6x0.1 12x0.1 6x0.2; big sizes such as 100x2 only when asked",
+    )
+    parser.add_argument("--scale-point", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    args.paths = [path.strip() for path in args.paths.split(",") if path.strip()]
+    if set(args.paths) - {"plain", "fast"}:
+        parser.error("--paths takes plain and/or fast")
+    if args.scale is not None and not args.scale:
+        args.scale = ["6x0.1", "12x0.1", "6x0.2"]
     if args.quick:
         args.days = QUICK_DAYS
     if args.days < 1:
@@ -486,25 +520,132 @@ def bench(args: argparse.Namespace, data_dir: Path) -> None:
     seeded = time.perf_counter()
     strategy = demo_strategy()
     seed_s = time.perf_counter() - seeded
+    if args.instruments:
+        from trading.models import Instrument
+
+        strategy.universe.set(Instrument.objects.filter(is_active=True).order_by("symbol")[: args.instruments])
     sessions = last_sessions(strategy, args.days)
     print_header(data_dir, strategy, args)
     print(f"Demo seeded in {seed_s:.1f} s (not counted)")
-    result = run_replay(strategy, sessions, progress=not args.no_progress, strict=args.strict)
-    record = read_record(strategy)
-    print_outcome(result, record, sessions)
-    print_split(result, record)
-    print_drift(result, record)
-    print_row_counts()
+    walls: dict[str, ReplayResult] = {}
+    records: dict[str, ReplayRecord] = {}
+    for path in args.paths:
+        print(f"\n=== the {path} path ===")
+        result = run_replay(strategy, sessions, progress=not args.no_progress, strict=args.strict, fast=path == "fast")
+        record = read_record(strategy)
+        walls[path], records[path] = result, record
+        print_outcome(result, record, sessions)
+        print_split(result, record)
+        print_drift(result, record)
+        print_row_counts()
+    print_comparison(walls, records)
+
+
+SESSIONS_PER_MONTH = 21
+
+
+def month_means(day_seconds: list[float]) -> tuple[float, float]:
+    """Mean seconds per session over the first and the last month (21 sessions) of the replay."""
+    month = min(SESSIONS_PER_MONTH, max(1, len(day_seconds) // 2))
+    first, last = day_seconds[:month], day_seconds[-month:]
+    return sum(first) / len(first), sum(last) / len(last)
+
+
+def print_comparison(results: dict[str, ReplayResult], records: dict[str, ReplayRecord]) -> None:
+    """Before (plain) and after (fast), measured in this run on this machine, and whether the
+    per-session time stays flat from the first month to the last."""
+    print("\nBefore and after (same machine, same run, same window):")
+    print(
+        f"  {'path':<6} {'wall s':>9} {'runs/s':>8} {'ms/session 1st month':>21} {'last month':>11} {'last/first':>10}"
+    )
+    for path, result in results.items():
+        runs = sum(records[path].runs.values())
+        first, last = month_means(result.day_seconds)
+        print(
+            f"  {path:<6} {result.wall_s:9.1f} {runs / result.wall_s:8.1f} {first * 1000:21.0f} {last * 1000:11.0f} "
+            f"{last / first:10.2f}"
+        )
+    if {"plain", "fast"} <= results.keys():
+        speedup = results["plain"].wall_s / results["fast"].wall_s
+        same = records["plain"].realised == records["fast"].realised and records["plain"].runs == records["fast"].runs
+        print(
+            f"  fast path: {speedup:.2f}x the plain path's speed; realised PnL and run statuses "
+            f"{'identical' if same else 'DIFFER'} (₹{records['fast'].realised:,.2f})"
+        )
+
+
+def scale_point(instruments: int, years: float, seed: int = 11) -> None:
+    """One point of the scaling run, in this (child) process: ``instruments`` synthetic instruments
+    with a year of history before a window of ``years`` years, replayed on the fast path; prints
+    one line the parent reads: wall seconds, sessions, runs and the peak resident memory."""
+    import resource
+
+    from django.core.management import call_command
+
+    from bench.pipeline import create_universe
+    from trading.market.domain.demo import trading_sessions
+    from trading.models import PipelineRun, Strategy
+
+    call_command("migrate", verbosity=0)
+    use_replay_settings()
+    window = round(250 * years)
+    end = dt.date(2026, 11, 20)
+    sessions = trading_sessions(end - dt.timedelta(days=int((window + 260) * 1.5)), end)[-(window + 250) :]
+    universe = create_universe(instruments, sessions, seed)
+    strategy = Strategy.objects.create(name=STRATEGY_NAME, philosophy="Trend swings, 2R targets.", provider="offline")
+    strategy.universe.set(universe)
+    result = run_replay(strategy, sessions[-window:], progress=False, strict=False, fast=True)
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    runs = PipelineRun.objects.count()
+    print(f"SCALE {instruments} {years} {result.wall_s:.2f} {window} {runs} {peak_mb:.0f}")
+
+
+def scaling(points: list[str]) -> None:
+    """Each point in a fresh process (its own throwaway database, its own peak memory)."""
+    import subprocess
+
+    print("\nScaling (fast path, synthetic instruments, offline model; each point a fresh process):")
+    print(f"  {'instruments':>11} {'years':>5} {'sessions':>8} {'runs':>7} {'wall s':>8} {'runs/s':>7} {'peak MB':>8}")
+    for point in points:
+        instruments, years = point.split("x")
+        completed = subprocess.run(
+            [sys.executable, __file__, "--scale-point", f"{instruments}x{years}"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        line = next((row for row in completed.stdout.splitlines() if row.startswith("SCALE ")), None)
+        if line is None:
+            print(f"  {point}: failed\n{completed.stderr[-2000:]}")
+            continue
+        _, count, span, wall, window, runs, peak = line.split()
+        print(
+            f"  {int(count):>11} {float(span):>5g} {int(window):>8} {int(runs):>7} {float(wall):>8.1f} "
+            f"{int(runs) / float(wall):>7.1f} {float(peak):>8.0f}"
+        )
 
 
 def main() -> None:
     args = parse_arguments()
+    if args.scale_point:
+        data_dir = Path(tempfile.mkdtemp(prefix="desk-bench-replay-scale-"))
+        os.environ["DEBUG"] = "0"
+        try:
+            use_throwaway_database(data_dir)
+            instruments, years = args.scale_point.split("x")
+            scale_point(int(instruments), float(years))
+        finally:
+            shutil.rmtree(data_dir, ignore_errors=True)
+        return
     started = time.perf_counter()
     data_dir = Path(tempfile.mkdtemp(prefix="desk-bench-replay-"))
     os.environ["DEBUG"] = "0"  # DEBUG keeps every query in memory: slower, and growing
     try:
         use_throwaway_database(data_dir)
-        bench(args, data_dir)
+        if args.paths:
+            bench(args, data_dir)
+        if args.scale:
+            scaling(args.scale)
     finally:
         if args.keep:
             print(f"\nKept {data_dir}")

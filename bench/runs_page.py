@@ -11,9 +11,10 @@ calls each (prompt, system and reply of realistic length, since the sums read th
 page ``/runs/`` is fetched through ``django.test.Client`` in process by a logged-in viewer: the
 median of N fetches after two warm-ups, with the query count, for two shapes of the same page:
 
-- ``old``: the model calls summed for every run, then sorted and cut to the latest hundred (the
-  shape before; kept here only, by replacing ``selectors.run_rows`` in the bench process);
-- ``new``: the latest hundred runs first, then the sums for those hundred only (``run_rows``).
+- ``old``: the model calls summed for every run, then sorted and cut to one page (the shape
+  before; kept here only, by replacing ``selectors.run_page`` in the bench process);
+- ``new``: the page of runs first (a count, then fifty runs), then the sums for those runs only
+  (``selectors.run_page``).
 
 The selector alone (the rows the page shows, no template) is timed the same way.
 """
@@ -179,13 +180,20 @@ def measure(client: object, repeat: int) -> dict[str, tuple[float, float, int]]:
 
     new_run_rows = selectors.run_rows
 
+    def old_page(filters: object, number: int, *, per_page: int = selectors.RUNS_PER_PAGE) -> tuple:
+        """The page as it was: the latest runs with every run's sums, no count."""
+        from django.core.paginator import Paginator
+
+        rows = old_run_rows(with_replays=getattr(filters, "kind", "live") != "live", limit=per_page)
+        return Paginator(rows, per_page).get_page(1), rows
+
     def page() -> None:
         response = client.get("/runs/")
         assert response.status_code == 200, response.status_code
 
     results = {}
-    for shape, rows in (("old", old_run_rows), ("new", new_run_rows)):
-        with mock.patch.object(selectors, "run_rows", rows):
+    for shape, rows, page_of in (("old", old_run_rows, old_page), ("new", new_run_rows, selectors.run_page)):
+        with mock.patch.object(selectors, "run_page", page_of):
             assert [r.tokens for r in rows(with_replays=False)] == [r.tokens for r in new_run_rows(with_replays=False)]
             results[shape] = (
                 median_ms(page, repeat),

@@ -1,6 +1,12 @@
-"""HTTP through Django, websockets through Channels with the session user attached."""
+"""HTTP through Django, websockets through Channels with the session user attached.
+
+Served by gunicorn's uvicorn workers (``./desk serve``, DESK_WEB_WORKERS processes) or by daphne;
+the same application either way. uvicorn also sends the ASGI lifespan events, which this answers
+(nothing to open or close) so its workers do not log the protocol as unsupported."""
 
 import os
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
 
 from django.core.asgi import get_asgi_application
 
@@ -13,9 +19,28 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 
 from trading.routing import websocket_urlpatterns  # noqa: E402
 
+Message = MutableMapping[str, Any]
+
+
+async def lifespan(
+    scope: MutableMapping[str, Any],
+    receive: Callable[[], Awaitable[Message]],
+    send: Callable[[Message], Awaitable[None]],
+) -> None:
+    """Start-up and shut-down complete at once: Django opens its connections per request."""
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        "lifespan": lifespan,
     }
 )

@@ -250,6 +250,21 @@ CACHES = {
     ),
 }
 
+# --- E-mail -------------------------------------------------------------------------------------
+# Notifications a person opted into are e-mailed through Django's e-mail framework. The console
+# backend (the default) prints them to the web or worker log; set DESK_EMAIL_BACKEND to
+# "django.core.mail.backends.smtp.EmailBackend" and the EMAIL_* variables for a real server.
+EMAIL_BACKEND = env_str("DESK_EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "Trading desk <desk@localhost>")
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10, minimum=1)
+# The desk's address as people reach it, for the links in e-mails ("" = paths only).
+DESK_BASE_URL = env_str("DESK_BASE_URL")
+
 # --- Locale -------------------------------------------------------------------------------------
 LANGUAGE_CODE = "en-gb"
 TIME_ZONE = env_str("DESK_TIME_ZONE", "Asia/Kolkata")
@@ -388,6 +403,21 @@ DESK = {
     "FEATURE_LOOKBACK_BARS": env_int("DESK_FEATURE_LOOKBACK_BARS", 400, minimum=210),
 }
 
+# --- Market data: imports, uploads, the provider (trading/market/imports.py, providers/) --------
+MARKET_DATA = {
+    # A close-to-close move beyond this (percent) with no corporate action is flagged as an outlier.
+    "OUTLIER_MOVE_PCT": env_float("DESK_OUTLIER_MOVE_PCT", 25.0, minimum=1.0),
+    # "" (off) or "yahoo": the provider fetch_bars and the after-close refresh read (yfinance, an
+    # optional extra: pip install -r requirements-data.txt).
+    "PROVIDER": env_str("DESK_MARKET_DATA_PROVIDER", "").strip().lower(),
+    # A browser upload larger than this is refused before it is read.
+    "UPLOAD_MAX_MB": env_int("DESK_UPLOAD_MAX_MB", 50, minimum=1),
+    # Where browser uploads are kept (checked, then imported or discarded).
+    "UPLOAD_DIR": DATA_DIR / "uploads",
+}
+if MARKET_DATA["PROVIDER"] not in ("", "yahoo"):
+    raise ImproperlyConfigured('DESK_MARKET_DATA_PROVIDER must be empty (off) or "yahoo".')
+
 # --- Models (stages 2-7) -----------------------------------------------------------------------
 # Offline by default: the rules-based model needs no key and no network.
 LLM = {
@@ -418,6 +448,12 @@ CELERY_BEAT_SCHEDULE = {
     # After the close (desk time zone): fill next-open orders, exit by stop/target/horizon, mark the rest.
     "mark-positions": {"task": "trading.mark_positions", "schedule": crontab(hour=16, minute=30, day_of_week="1-5")},
 }
+if MARKET_DATA["PROVIDER"]:
+    # After the close and before the marks (16:30): the day's bars of every active instrument.
+    CELERY_BEAT_SCHEDULE["refresh-market-data"] = {
+        "task": "trading.refresh_market_data",
+        "schedule": crontab(hour=16, minute=5, day_of_week="1-5"),
+    }
 
 # The agents' memory is the in-process hybrid index (BM25 + hashed vectors); there is no other
 # backend. The variable once chose between two, so a leftover value other than "hybrid" stops here.

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from django.http import Http404
 
 from research.signals import Bars
-from trading.market.selectors import instrument_by_symbol
+from trading.market.selectors import adjusted_bar_rows, instrument_by_symbol
 from trading.models.market import DailyBar, Instrument
 from vocabulary.refusals import InputRefused
 
@@ -38,10 +38,12 @@ def load_bars(symbols: Sequence[str]) -> dict[str, Bars]:
     loaded = {}
     for symbol in symbols:
         instrument = resolve_instrument(symbol)
-        rows = DailyBar.objects.filter(instrument=instrument).order_by("date").values(*BAR_FIELDS)
+        stored = list(DailyBar.objects.filter(instrument=instrument).order_by("date").values_list(*BAR_FIELDS))
+        # The whole history in the latest share units: a split or bonus is not read as a crash.
+        rows = adjusted_bar_rows(instrument, stored, as_of=stored[-1][0] if stored else None)
         loaded[symbol] = Bars.from_rows(
             instrument.symbol,
-            rows,
+            [dict(zip(BAR_FIELDS, row, strict=True)) for row in rows],
             tick=instrument.tick_size,
             lot_size=instrument.lot_size,
             currency=instrument.currency,

@@ -350,6 +350,7 @@ _CLOSED_MONEY = (
     "target",
     "exit_reference",
     "order__reference_price",
+    "dividends",
 )
 _OPEN_FIELDS = ("id", "direction", "opened_on", "instrument_id", "instrument__symbol")
 _MARKS = ("start_mark", "peak_mark", "end_mark")
@@ -597,6 +598,7 @@ def _closed_trade(
         "manual_exit": row["exit_reason"] == MANUAL_EXIT,
         "unrealised_at_start": _start_mark(row, start),
         "position_id": row["id"],
+        "dividends": row["dividends"],
     }
     entry_reference, exit_reference = _references(row, bars)
     try:
@@ -689,6 +691,7 @@ def _attribution_block(attribution: Attribution) -> dict[str, Any]:
         "slippage": _money(attribution.slippage),
         "costs": {line: _money(ZERO - getattr(attribution.charges, line)) for line in COST_LINES},
         "costs_total": _money(attribution.costs),
+        "dividends": _money(attribution.dividends),
         "manual": _money(attribution.manual),
         "unrealised": _money(attribution.unrealised),
         "inference": _money(attribution.inference),

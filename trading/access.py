@@ -1,8 +1,9 @@
 """The desk's roles as Django groups with real permissions.
 
 viewer   reads everything;
-approver reads everything and decides on theses, starts runs and research sessions;
-admin    all of that, imports market data and manages users in the admin.
+approver reads everything, decides on theses, starts runs and research sessions, and imports
+         market data (the commands and the browser upload);
+admin    all of that, and manages users in the admin.
 """
 
 from __future__ import annotations
@@ -31,12 +32,10 @@ def _desk_permissions(*codenames: str) -> list[Permission]:
 def ensure_desk_groups() -> dict[str, Group]:
     """Create or refresh the three groups. Safe to call any number of times."""
     read = _read_permissions()
-    approve = _desk_permissions("approve_thesis", "start_run") + list(
+    approve = _desk_permissions("approve_thesis", "start_run", "import_market_data") + list(
         Permission.objects.filter(content_type__app_label="research", codename="run_research")
     )
-    admin_extra = _desk_permissions("import_market_data") + list(
-        Permission.objects.filter(content_type__app_label__in=("auth", *_READ_APPS))
-    )
+    admin_extra = list(Permission.objects.filter(content_type__app_label__in=("auth", *_READ_APPS)))
     wanted = {VIEWER: read, APPROVER: read + approve, ADMIN: read + approve + admin_extra}
     groups: dict[str, Group] = {}
     for name, permissions in wanted.items():

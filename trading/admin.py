@@ -8,6 +8,7 @@ from trading.models import (
     AnalystNoteRecord,
     AuditEvent,
     BookPass,
+    CorporateAction,
     DailyBar,
     DebateRecord,
     FeatureSnapshot,
@@ -223,3 +224,29 @@ class BookPassAdmin(_ReadOnly):
     list_display = ["account", "date", "done_at", "filled", "closed", "marked"]
     list_filter = ["account"]
     list_select_related = ["account"]
+
+
+@admin.register(CorporateAction)
+class CorporateActionAdmin(admin.ModelAdmin):
+    """Splits, bonuses and dividends (``manage.py import_corporate_actions`` for files). Once the
+    book has applied one to its positions it is history: it may be looked at, not changed or
+    deleted, or the book and the record would disagree."""
+
+    list_display = ["instrument", "kind", "ex_date", "ratio_old", "ratio_new", "amount", "source", "applied_at"]
+    list_filter = ["kind"]
+    list_select_related = ["instrument"]
+    search_fields = ["instrument__symbol", "source", "note"]
+    date_hierarchy = "ex_date"
+    readonly_fields = ["applied_at"]
+
+    def has_change_permission(self, request: HttpRequest, obj: CorporateAction | None = None) -> bool:
+        return super().has_change_permission(request, obj) and (obj is None or obj.applied_at is None)
+
+    def has_delete_permission(self, request: HttpRequest, obj: CorporateAction | None = None) -> bool:
+        return super().has_delete_permission(request, obj) and (obj is None or obj.applied_at is None)
+
+    def get_actions(self, request: HttpRequest) -> dict:
+        # A bulk delete would not ask each row whether the book has applied it.
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions

@@ -19,5 +19,7 @@ urlpatterns = [
     path("theses/<int:thesis_id>/approve/", book.ThesisApproveApi.as_view(), name="api-thesis-approve"),
     path("theses/<int:thesis_id>/reject/", book.ThesisRejectApi.as_view(), name="api-thesis-reject"),
     path("positions/", book.PositionListApi.as_view(), name="api-positions"),
+    path("orders/", book.OrderListApi.as_view(), name="api-orders"),
+    path("orders/<int:order_id>/cancel/", book.OrderCancelApi.as_view(), name="api-order-cancel"),
     path("positions/<int:position_id>/close/", book.PositionCloseApi.as_view(), name="api-position-close"),
 ]

@@ -18,4 +18,5 @@ class TradingConfig(AppConfig):
         # Permissions exist only after post_migrate has created them, and each app's arrive with
         # its own signal: refresh the groups after every app so none is missed.
         post_migrate.connect(_ensure_groups, dispatch_uid="trading_ensure_groups")
+        from trading.home import receivers as home_receivers  # noqa: F401 - connects the notifications
         from trading.strategies import receivers  # noqa: F401 - connects the strategy run's decision

@@ -2,12 +2,14 @@ from django.urls import include, path
 
 from trading.book import views as book
 from trading.health import views as health
+from trading.home import views as home
 from trading.market import views as market
 from trading.pipeline import views as pipeline
 from trading.strategies import views as strategies
 
 urlpatterns = [
-    path("", market.dashboard, name="dashboard"),
+    path("", home.home, name="dashboard"),
+    path("instruments/", market.dashboard, name="instrument_list"),
     path("health/", health.health, name="health"),
     path("instruments/<str:symbol>/", market.instrument_detail, name="instrument_detail"),
     path("runs/", pipeline.run_list, name="run_list"),

@@ -73,9 +73,16 @@ def _decode(text: str) -> str:
     return text
 
 
+# In ASCII the invisible characters are the C0 controls and DEL (no format characters, no
+# surrogates): a translate table strips them at C speed, which matters on every prompt's path.
+_ASCII_INVISIBLE = {code: None for code in [*range(32), 127] if chr(code) not in _KEPT_CONTROLS}
+
+
 def _strip_invisible(text: str) -> str:
     for line_break, newline in _LINE_BREAKS.items():
         text = text.replace(line_break, newline)
+    if text.isascii():
+        return text.translate(_ASCII_INVISIBLE)
     return "".join(char for char in text if char in _KEPT_CONTROLS or not _is_invisible(char))
 
 

@@ -83,6 +83,27 @@ def build_llm_client(
     raise ValueError(f"unknown model provider {provider!r}; valid providers: {', '.join(PROVIDERS)}")
 
 
+def missing_configuration(provider: str, configured: Mapping[str, object], environ: Mapping[str, str]) -> str:
+    """Why ``provider`` cannot run with this configuration, or ``""`` when it can: a hosted API
+    needs its key, Ollama its address (``OLLAMA_HOST``: without it a run would wait on a default
+    address nobody chose). Read the way ``ProviderSettings.from_sources`` reads: settings first,
+    then the environment. Nothing is contacted: configured is not the same as reachable."""
+    name = provider.strip().lower()
+    needed = {"anthropic": ANTHROPIC_API_KEY, "openai": OPENAI_API_KEY, "ollama": OLLAMA_HOST}.get(name)
+    if needed is None:
+        return "" if name in PROVIDERS else f"unknown model provider {provider!r}"
+    value = _first_set(needed, configured, environ)
+    if not value:
+        what = "address" if name == "ollama" else "API key"
+        return f"{name} is not configured: it has no {what}; set {needed} in the settings or the environment"
+    if name == "ollama":
+        try:
+            ollama_url(value)
+        except ValueError as error:
+            return f"ollama is not configured: {error}"
+    return ""
+
+
 def ollama_url(host: str) -> str:
     """``OLLAMA_HOST`` read the way Ollama reads it: ``host``, ``host:port`` or a URL; http and
     port 11434 unless given (443 for https)."""

@@ -139,6 +139,41 @@ def _falsifiers(winner: str, anchors: Evidence, notes: Sequence[Evidence], disse
     return found
 
 
+def _verdict_prose(
+    winner: str,
+    symbol: str,
+    mean: float,
+    votes: Sequence[Evidence],
+    agreeing: Sequence[Evidence],
+    dissent: Sequence[Evidence],
+    conviction: float,
+) -> str:
+    """The verdict in the manager's own words, from the panel's figures (never a case's sentences):
+    first the call and what carried it, in one sentence (the thesis page shows it as the why), then
+    how far the panel agrees and what the strongest dissent says."""
+    side = "bull" if winner == "LONG" else "bear"
+    lead = leaning(votes, side)
+    carried = (
+        f"the {lead[0]['role']} reading (stance {signed(lead[0]['stance'])}, "
+        f"confidence {fmt(lead[0]['confidence'])}) carries it"
+        if lead
+        else "no analyst leans either way, so the call is a tie-break"
+    )
+    first = (
+        f"{winner} {symbol}: {carried}, for a confidence-weighted mean stance of {signed(mean)} "
+        f"across {len(votes)} voting analysts."
+    )
+    agreement = f"{len(agreeing)} of {len(votes)} agree" if votes else "No analyst voted"
+    if dissent:
+        against = (
+            f"the strongest dissent is the {dissent[0]['role']} reading at stance {signed(dissent[0]['stance'])} "
+            f"(confidence {fmt(dissent[0]['confidence'])}), which would need to grow to turn the call"
+        )
+    else:
+        against = "no voting analyst dissents"
+    return f"{first} {agreement}; {against}. Proposed conviction {fmt(conviction)}."
+
+
 def manager_result(symbol: str, evidence: Evidence) -> DebateResult:
     """The confidence-weighted mean stance of the voting analysts picks the winner; agreement and
     the size of the lean set the conviction."""
@@ -150,12 +185,8 @@ def manager_result(symbol: str, evidence: Evidence) -> DebateResult:
     agreeing = [note for note in votes if winning_sign * note["stance"] > 0]
     agreement = len(agreeing) / len(votes) if votes else 0.0
     conviction = round(clamp(0.2 + 0.5 * min(1.0, abs(mean) / 0.5) + 0.25 * agreement, 0.05, 0.95), 2)
-    winning = bull if winner == "LONG" else bear
     dissent = leaning(notes, "bear" if winner == "LONG" else "bull")
-    rationale = (
-        f"{winner} wins: confidence-weighted mean stance {signed(mean)} across {len(votes)} voting analysts, "
-        f"{len(agreeing)} agreeing. {short(winning['argument'], 600)}"
-    )
+    rationale = _verdict_prose(winner, symbol, mean, votes, agreeing, dissent, conviction)
     disagreements = [f"Dissent: {note_line(note)}" for note in dissent] or [f"No voting analyst opposes {winner}."]
     # The playbook's rules tied to what drove the winning side, and to the dissent when there is one.
     drivers = [driver for note in agreeing for driver in note_drivers(note)] + (["dissent"] if dissent else [])

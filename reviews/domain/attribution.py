@@ -5,7 +5,7 @@ Every amount on an ``Attribution`` is a signed contribution to the period's net 
 account's currency, to the paisa: positive adds, negative takes away. So the trading losses, the
 slippage, the charges (``costs``) and ``inference`` are zero or negative, and the identity
 
-    gains + losses + slippage + costs + manual + unrealised + inference == net
+    gains + losses + slippage + costs + dividends + manual + unrealised + inference == net
 
 holds exactly, by construction, for any input this module accepts.
 
@@ -31,6 +31,12 @@ A trade's move is a gain when positive and a loss when negative, judged at the r
 a trade that moved the right way but paid more in slippage and charges is a gain in the first column
 and a cost in the others: the waterfall shows both what the calls earned and what executing them
 cost.
+
+**dividends**: what the closed trades received (long) or paid (short) in dividends while held, as
+the book credited them to cash on each ex-date. A closed position's realised PnL includes them
+(``trading.book.corporate``), so they are counted in the period the trade closes, on their own
+line for every trade, the ones closed by hand included (``manual`` is then the rest of their
+result): a dividend is neither a call's move nor a person's exit.
 
 ``unrealised`` is the change in the book's marks over the period: each open position's mark at
 the period's end less its mark at the start (zero for one opened during the period, as a position
@@ -105,6 +111,7 @@ class ClosedTrade:
     manual_exit: bool = False
     unrealised_at_start: Decimal = ZERO
     position_id: int | None = None
+    dividends: Decimal = ZERO  # received (+) or paid (−) while held; part of realised_pnl
 
     def __post_init__(self) -> None:
         _check_closed_trade(self)
@@ -151,13 +158,14 @@ class Attribution:
     losses: Decimal  # <= 0: its losing moves
     slippage: Decimal  # <= 0: its fills against their references
     charges: CostBreakdown  # what its trades paid, line by line, as positive amounts
-    manual: Decimal  # the realised result of trades closed by hand, all in
+    manual: Decimal  # the realised result of trades closed by hand, all in but their dividends
     unrealised: Decimal  # the change in the book's marks over the period
     inference: Decimal  # <= 0: the period's model calls
     net: Decimal
     risk_adjusted_return: Decimal | None  # net / max drawdown of the period; None without a drawdown
     strategy_trades: int
     manual_trades: int
+    dividends: Decimal = ZERO  # received (+) or paid (−) by the trades closed in the period
 
     @property
     def costs(self) -> Decimal:
@@ -172,7 +180,7 @@ class Attribution:
     @property
     def realised(self) -> Decimal:
         """The book's realised result of every trade closed in the period."""
-        return self.strategy_realised + self.manual
+        return self.strategy_realised + self.manual + self.dividends
 
     @property
     def operational_cost(self) -> Decimal:
@@ -197,7 +205,9 @@ def split_trade(trade: ClosedTrade) -> TradeSplit:
         direction=trade.direction, quantity=trade.quantity, entry_price=trade.entry_price, mark_price=trade.exit_price
     )
     charges = _add_costs([trade.entry_costs, trade.exit_costs])
-    return TradeSplit(move=move, slippage=filled - move, charges=charges, realised=filled - charges.total)
+    return TradeSplit(
+        move=move, slippage=filled - move, charges=charges, realised=filled - charges.total + trade.dividends
+    )
 
 
 def attribute(
@@ -218,7 +228,7 @@ def attribute(
     inference = ZERO - _inference(inference_cost)
     strategy = [split_trade(trade) for trade in closed if not trade.manual_exit]
     moves = [split.move for split in strategy]
-    manual = _total(trade.realised_pnl for trade in closed if trade.manual_exit)
+    manual = _total(trade.realised_pnl - trade.dividends for trade in closed if trade.manual_exit)
     unrealised = _total(position.change for position in open_positions) - _total(
         trade.unrealised_at_start for trade in closed
     )
@@ -236,6 +246,7 @@ def attribute(
         risk_adjusted_return=_risk_adjusted(net, max_drawdown),
         strategy_trades=len(strategy),
         manual_trades=len(closed) - len(strategy),
+        dividends=_total(trade.dividends for trade in closed),
     )
 
 
@@ -253,6 +264,7 @@ def waterfall_rows(attribution: Attribution) -> list[WaterfallRow]:
         WaterfallRow("Trading losses", attribution.losses),
         WaterfallRow("Slippage", attribution.slippage),
         *charges,
+        WaterfallRow("Dividends", attribution.dividends),
         WaterfallRow("Closed by hand", attribution.manual),
         WaterfallRow("Unrealised change", attribution.unrealised),
         WaterfallRow("Inference", attribution.inference),
@@ -306,6 +318,7 @@ def _check_closed_trade(trade: ClosedTrade) -> None:
     _check_costs(trade.exit_costs, f"{name}: exit costs")
     _check_paise(trade.realised_pnl, f"{name}: realised_pnl")
     _check_paise(trade.unrealised_at_start, f"{name}: unrealised_at_start")
+    _check_paise(trade.dividends, f"{name}: dividends")
     _check_fill(entry_side(trade.direction), trade.entry_price, trade.entry_reference, f"{name}: entry")
     _check_fill(exit_side(trade.direction), trade.exit_price, trade.exit_reference, f"{name}: exit")
     _check_realised(trade)
@@ -344,17 +357,20 @@ def _check_fill(side: Side, fill: Decimal, reference: Decimal, label: str) -> No
 
 
 def _check_realised(trade: ClosedTrade) -> None:
-    expected = realised_pnl(
-        direction=trade.direction,
-        quantity=trade.quantity,
-        entry_price=trade.entry_price,
-        exit_price=trade.exit_price,
-        entry_costs=trade.entry_costs.total,
-        exit_costs=trade.exit_costs.total,
+    expected = (
+        realised_pnl(
+            direction=trade.direction,
+            quantity=trade.quantity,
+            entry_price=trade.entry_price,
+            exit_price=trade.exit_price,
+            entry_costs=trade.entry_costs.total,
+            exit_costs=trade.exit_costs.total,
+        )
+        + trade.dividends
     )
     if trade.realised_pnl != expected:
         raise AttributionInputError(
             f"{trade.name}: the realised PnL {trade.realised_pnl} disagrees with the book's arithmetic "
             f"{expected} ({trade.direction} {trade.quantity} from {trade.entry_price} to {trade.exit_price}, "
-            f"costs {trade.entry_costs.total} + {trade.exit_costs.total})"
+            f"costs {trade.entry_costs.total} + {trade.exit_costs.total}, dividends {trade.dividends})"
         )

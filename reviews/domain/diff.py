@@ -39,6 +39,7 @@ MONEY_LABELS: dict[str, str] = {
     "losses": "Trading losses",
     "slippage": "Slippage",
     "costs_total": "Charges (all lines)",
+    "dividends": "Dividends",
     "manual": "Closed by hand",
     "unrealised": "Unrealised change",
     "inference": "Inference",

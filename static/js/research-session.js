@@ -41,7 +41,7 @@
     text("session-trials", state.n_trials);
     text("session-data", state.data_text);
     text("session-holdout", state.holdout_text);
-    text("session-tokens", Number(state.tokens_used).toLocaleString("en-IN"));
+    text("session-tokens", Number(state.tokens_used).toLocaleString("en-US"));
     if (state.stop_reason || state.error) text("session-stop", [state.stop_reason, state.error].filter(Boolean).join(" "));
   }
 

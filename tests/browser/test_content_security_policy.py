@@ -50,7 +50,12 @@ def test_the_desks_pages_render_with_no_policy_violation(
     log_in("vera")
 
     _visit(page, f"{live_server.url}/")
+    page.wait_for_selector("#home-pending")
+
+    _visit(page, f"{live_server.url}/instruments/")
     page.wait_for_selector("#instruments")
+
+    _visit(page, f"{live_server.url}/notifications/")
 
     _visit(page, f"{live_server.url}/instruments/RELIANCE/")
     page.wait_for_selector("#price-chart[data-rendered=true]", timeout=20_000)

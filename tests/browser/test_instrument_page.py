@@ -22,6 +22,7 @@ def test_a_viewer_logs_in_opens_an_instrument_and_sees_the_chart(
     page.fill("#id_username", "vera")
     page.fill("#id_password", PASSWORD)
     page.click("button[type=submit]")
+    page.click("a:text-is('Instruments')")  # the home page is the desk's state; instruments have a list of their own
     page.click("text=RELIANCE")
 
     page.wait_for_selector("#price-chart[data-rendered=true]", timeout=20_000)

@@ -198,6 +198,7 @@ def _serialised(attribution: Attribution) -> dict[str, Any]:
         "slippage": money(attribution.slippage),
         "costs": {name: money(-amount) for name, amount in _charge_lines(attribution.charges).items()},
         "costs_total": money(attribution.costs),
+        "dividends": money(attribution.dividends),
         "manual": money(attribution.manual),
         "unrealised": money(attribution.unrealised),
         "inference": money(attribution.inference),

@@ -26,6 +26,7 @@ from tests.factories.market import DEFAULT_START
 from trading.book.accounts import replay_account
 from trading.models import Account, MacroIndicator, Position, PositionMark
 from vocabulary.money import format_money
+from vocabulary.numbers import format_percent, format_signed_percent
 
 pytestmark = pytest.mark.django_db
 URL = "/reviews/performance/"
@@ -107,16 +108,17 @@ def test_the_page_shows_the_pure_modules_figures_for_a_book_with_a_win_a_loss_an
     assert cells["realised"] == format_money(figures.realised, "INR")
     assert cells["unrealised"] == format_money(figures.unrealised, "INR")
     assert cells["trades"] == "2 (1 / 1)"
-    assert cells["win_rate"] == f"{figures.win_rate_pct}%" == "50.00%"
+    assert cells["win_rate"] == format_percent(figures.win_rate_pct) == "50.00%"
     assert cells["profit_factor"] == str(figures.profit_factor)
     assert cells["average_r"] == f"{figures.average_r}R"
     assert cells["max_drawdown"] == format_money(figures.max_drawdown.amount, "INR")
-    assert cells["max_drawdown_pct"] == f"{figures.max_drawdown.pct}%"
-    assert cells["return"] == f"{figures.total_return_pct}%"
+    assert cells["max_drawdown_pct"] == format_percent(figures.max_drawdown.pct)
+    # Returns are moves: signed, as every move on the desk.
+    assert cells["return"] == format_signed_percent(figures.total_return_pct)
     assert cells["sharpe"] == str(figures.sharpe)
     assert cells["sortino"] == str(figures.sortino)
-    assert cells["benchmark_return"] == f"{comparison.benchmark_return_pct}%"
-    assert cells["excess_return"] == f"{comparison.excess_return_pct}%"
+    assert cells["benchmark_return"] == format_signed_percent(comparison.benchmark_return_pct)
+    assert cells["excess_return"] == format_signed_percent(comparison.excess_return_pct)
     assert "replay" not in cells
     # The chart: the equity and the Nifty rebased to it, day by day, as drawn.
     chart = response.context["chart"]

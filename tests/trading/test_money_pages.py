@@ -50,12 +50,12 @@ def usd_position(usd_thesis, approver, settings):
     return position
 
 
-def test_it_shows_the_dashboard_close_of_a_usd_instrument_in_dollars(client, viewer, instrument_with_bars):
+def test_it_shows_the_instrument_list_close_of_a_usd_instrument_in_dollars(client, viewer, instrument_with_bars):
     _in_dollars(instrument_with_bars)
     client.force_login(viewer)
     last = instrument_with_bars.bars.latest("date").close
 
-    body = client.get(reverse("dashboard")).content.decode()
+    body = client.get(reverse("instrument_list")).content.decode()
 
     assert format_money(last, "USD") in body and "₹" not in body
 

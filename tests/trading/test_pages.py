@@ -14,29 +14,40 @@ def test_every_page_needs_a_login(client, instrument):
         assert response["Location"].startswith(reverse("login"))
 
 
-def test_a_person_logs_in_and_lands_on_the_dashboard(client, viewer, instrument_with_bars):
+def test_a_person_logs_in_and_lands_on_the_home_page(client, viewer, instrument_with_bars):
     response = client.post(reverse("login"), {"username": "vera", "password": PASSWORD}, follow=True)
 
     assert response.status_code == 200
-    assert b"RELIANCE" in response.content and b"Reliance Industries" in response.content
+    assert response.redirect_chain[-1][0] == reverse("dashboard")
+    assert b'id="home-pending"' in response.content
 
 
-def test_the_dashboard_shows_last_close_and_change(client, viewer, instrument_with_bars):
+def test_the_instrument_list_names_each_instrument(client, viewer, instrument_with_bars):
+    client.force_login(viewer)
+    body = client.get(reverse("instrument_list")).content
+
+    assert b"RELIANCE" in body and b"Reliance Industries" in body
+
+
+def test_the_instrument_list_shows_last_close_and_change(client, viewer, instrument_with_bars):
     client.force_login(viewer)
     last, previous = instrument_with_bars.bars.order_by("-date")[:2]
     change = (last.close - previous.close) / previous.close * 100
 
-    body = client.get(reverse("dashboard")).content.decode()
+    body = client.get(reverse("instrument_list")).content.decode()
 
     assert f"{last.close:,.2f}" in body
     assert f"{change:.2f}%" in body
 
 
-def test_the_dashboard_reads_a_large_universe_in_constant_queries(client, viewer, django_assert_max_num_queries):
+def test_the_instrument_list_reads_a_large_universe_in_constant_queries(
+    client, viewer, django_assert_max_num_queries
+):
     client.force_login(viewer)
     Instrument.objects.bulk_create(Instrument(symbol=f"SYM{i}", exchange="NSE", name=f"Company {i}") for i in range(60))
-    with django_assert_max_num_queries(6):
-        assert client.get(reverse("dashboard")).status_code == 200
+    # Six for the list and one for the navigation's badges, whatever the size of the universe.
+    with django_assert_max_num_queries(7):
+        assert client.get(reverse("instrument_list")).status_code == 200
 
 
 def test_the_instrument_page_shows_the_bundle_as_of_a_chosen_date(client, viewer, instrument_with_bars):

@@ -128,7 +128,7 @@ def test_the_replay_command_passes_lessons_to_live_only_when_asked(strategy, ins
         seen.append(kwargs["lessons_to_live"])
         return iter(())
 
-    monkeypatch.setattr("trading.management.commands.replay.replay_strategy", fake_replay)
+    monkeypatch.setattr("trading.strategies.replay_jobs.replay_strategy", fake_replay)
     last = str(instrument_with_bars.bars.latest("date").date)
 
     call_command("replay", "--strategy", "swing", "--from", last, "--to", last, verbosity=0)

@@ -73,7 +73,8 @@ def test_the_api_lists_reads_and_starts_runs(
 
     assert listed["results"][0]["id"] == run.pk and listed["results"][0]["status"] == "completed"
     assert [s["stage"] for s in detail["stages"]] == ["features", "context", "analysts", "debate", "trader", "risk"]
-    assert int(detail["totals"]["calls"]) > 0
+    assert isinstance(detail["totals"]["calls"], int) and detail["totals"]["calls"] > 0
+    assert isinstance(detail["totals"]["input_tokens"], int) and isinstance(detail["totals"]["cost"], float)
     assert refused.status_code == 403
 
     api.force_authenticate(approver)

@@ -64,7 +64,7 @@ def test_each_run_shows_its_own_token_total(client, viewer, instrument):
 
     body = client.get(reverse("run_list")).content.decode()
 
-    rows = {row.split('">#', 1)[1].split("<", 1)[0]: row for row in body.split("<tr>")[2:]}
+    rows = {row.split('">#', 1)[1].split("<", 1)[0]: row for row in body.split("<tr data-run=")[1:]}
     assert '<td class="num">630</td>' in rows[str(with_calls.pk)]  # (100 + 200 + 300) input + 3 x 10 output
     assert '<td class="num">0</td>' in rows[str(without_calls.pk)]
 

@@ -21,8 +21,16 @@ from trading.book import selectors
 from trading.book.accounts import default_account
 from trading.book.approvals import APPROVE_PERMISSION, thesis_approve, thesis_reject
 from trading.book.broker import position_close_by_hand
-from trading.book.serializers import DecisionInput, PositionCloseInput, PositionOutput, ThesisOutput
-from trading.models import Position, Thesis
+from trading.book.orders import order_cancel
+from trading.book.serializers import (
+    DecisionInput,
+    OrderCancelInput,
+    OrderOutput,
+    PositionCloseInput,
+    PositionOutput,
+    ThesisOutput,
+)
+from trading.models import Order, Position, Thesis
 from vocabulary.refusals import NotAllowed
 
 QUEUE_PARAMETERS = [
@@ -130,3 +138,39 @@ class PositionCloseApi(APIView):
         comment = validated(PositionCloseInput, body_of(request))["comment"]
         closed = position_close_by_hand(position=position, user=request.user, comment=comment)  # BrokerError: 409
         return Response(PositionOutput(closed).data)
+
+
+ORDER_PARAMETERS = [
+    query("status", "working, filled, cancelled, or all (default)", enum=list(selectors.ORDER_STATUSES)),
+    query("symbol", "one instrument's symbol (at most 100 characters)"),
+    query("account", "live (default), replay (every replay account), all, or an account's id"),
+]
+
+
+@extend_schema(parameters=ORDER_PARAMETERS, responses={200: OrderOutput(many=True), **errors(400, *READ)})
+class OrderListApi(generics.ListAPIView):
+    """The orders blotter, newest first: ?status=working | filled | cancelled | all, ?symbol=,
+    ?account=live | replay | all | <id>. The page's filters, read by the same code."""
+
+    serializer_class = OrderOutput
+
+    def get_queryset(self):
+        return selectors.order_blotter(self.request.query_params, live=default_account())
+
+
+class OrderCancelApi(APIView):
+    """Cancel a working order of the live book (approvers only). 400 without a reason; 409 with the
+    reason when refused: already filled, already cancelled, or a replay's order."""
+
+    @extend_schema(
+        parameters=[object_id("order_id", "the order's id")],
+        request=OrderCancelInput,
+        responses={200: OrderOutput, **errors(400, 401, 403, 404, 409, 429)},
+    )
+    def post(self, request: Request, order_id: int) -> Response:
+        order = get_object_or_404(Order.objects.select_related("instrument", "account", "thesis__run"), pk=order_id)
+        if not request.user.has_perm(APPROVE_PERMISSION):
+            raise NotAllowed("only approvers can cancel an order")
+        reason = validated(OrderCancelInput, body_of(request))["reason"]
+        cancelled = order_cancel(order=order, user=request.user, reason=reason)  # OrderCancelRefused: 409
+        return Response(OrderOutput(cancelled).data)

@@ -14,11 +14,13 @@ from typing import TYPE_CHECKING
 
 from celery import current_app
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F, Max
 
 from trading.audit import audit_record
 from trading.book.accounts import account_lock, account_portfolio, thesis_book_check
+from trading.book.corporate import corporate_actions_apply, share_change_between
+from trading.market.calendar import sessions_between
 from trading.models import Account, BookPass, DailyBar, Order, Position, PositionMark, Thesis
 from vocabulary.costs import CostModel, as_side, order_costs
 from vocabulary.exits import check_exit, mark, realised_pnl
@@ -103,6 +105,15 @@ def order_try_fill(*, order: Order, as_of: dt.date | None = None) -> Position | 
     if reference is None:
         return None
     filled_on = next_bar.date if next_bar is not None and order.fill_policy == "next_open" else order.placed_on
+    change = share_change_between(order.instrument_id, order.placed_on, filled_on)
+    if change is not None:
+        _cancel(
+            order,
+            f"a {change.kind} {change.ratio_old}:{change.ratio_new} went ex on {change.ex_date} between the order "
+            f"({order.placed_on}) and its fill ({filled_on}): the thesis's quantity and levels are in the old share "
+            "units, so the order is cancelled rather than filled against them",
+        )
+        return None
     tick = order.instrument.tick_size
     price = fill_price(side=as_side(order.side), reference=reference, slippage_bps=order.slippage_bps, tick=tick)
     thesis = order.thesis
@@ -185,9 +196,10 @@ def _cancel(order: Order, reason: str) -> None:
 
 
 def _sessions_held(position: Position, as_of: dt.date) -> int:
-    return DailyBar.objects.filter(
-        instrument_id=position.instrument_id, date__gt=position.opened_on, date__lte=as_of
-    ).count()
+    """Sessions of the instrument's exchange after the fill day up to ``as_of``, from the exchange
+    calendar: a holiday is not a session held, and a bar missing from the data does not stretch
+    the horizon."""
+    return sessions_between(position.instrument.exchange, position.opened_on, as_of)
 
 
 def position_close(
@@ -205,13 +217,19 @@ def position_close(
     ``reference`` is the price the exit was taken at before slippage (kept for the retrospective's
     attribution of slippage)."""
     costs = order_costs(exit_side(as_direction(position.direction)), position.quantity, price, cost_model())
-    pnl = realised_pnl(
-        direction=as_direction(position.direction),
-        quantity=position.quantity,
-        entry_price=position.entry_price,
-        exit_price=price,
-        entry_costs=position.entry_costs,
-        exit_costs=costs.total,
+    # The dividends the position received (or paid) while held are part of its realised result;
+    # read from the row, as the daily pass may have paid one since ``position`` was loaded.
+    dividends = Position.objects.filter(pk=position.pk).values_list("dividends", flat=True).first() or Decimal(0)
+    pnl = (
+        realised_pnl(
+            direction=as_direction(position.direction),
+            quantity=position.quantity,
+            entry_price=position.entry_price,
+            exit_price=price,
+            entry_costs=position.entry_costs,
+            exit_costs=costs.total,
+        )
+        + dividends
     )
     gross = mark(
         direction=as_direction(position.direction),
@@ -242,7 +260,13 @@ def position_close(
             action="position_closed",
             target=f"position {position.pk}",
             reason=comment or reason,
-            details={"price": str(price), "on": str(on), "reason": reason, "realised_pnl": str(pnl)},
+            details={
+                "price": str(price),
+                "on": str(on),
+                "reason": reason,
+                "realised_pnl": str(pnl),
+                "dividends": str(dividends),
+            },
         )
         if on_close is None:
             transaction.on_commit(lambda: _queue_review(position.pk))
@@ -279,12 +303,8 @@ def _refuse_stale_price(position: Position, bar: DailyBar) -> None:
     last = _last_session(instrument.exchange)
     if last is None or bar.date >= last:
         return
-    behind = (
-        DailyBar.objects.filter(instrument__exchange=instrument.exchange, date__gt=bar.date, date__lte=last)
-        .values("date")
-        .distinct()
-        .count()
-    )
+    # Counted on the exchange calendar; at least one, as a later bar exists whatever the calendar says.
+    behind = max(sessions_between(instrument.exchange, bar.date, last), 1)
     raise BrokerError(
         f"the last price of {instrument.symbol} is from {bar.date:%d %b %Y}, {behind} session"
         f"{'s' if behind != 1 else ''} before the last session {last:%d %b %Y} on {instrument.exchange}: "
@@ -323,7 +343,12 @@ def positions_mark(
     close it if the bar hit its stop or target or the horizon is reached, else mark it at the
     close. Exits fill with slippage like entries. A position filled on ``as_of`` (at its open) is
     only marked: the stop and target watch from the next session, as nobody can say whether the
-    day's range came before or after the fill."""
+    day's range came before or after the fill.
+
+    The day's corporate actions go first (``trading.book.corporate``): a split adjusts a position's
+    quantity and levels before the day's bar, in the new units, is checked against them, and a
+    dividend is paid to the positions held into its ex-date."""
+    corporate_actions_apply(as_of=as_of, account=account)
     orders = Order.objects.filter(status=Order.Status.WORKING, placed_on__lt=as_of)
     positions = Position.objects.filter(status=Position.Status.OPEN, opened_on__lte=as_of)
     if account is not None:
@@ -373,12 +398,20 @@ def positions_mark(
             entry_price=position.entry_price,
             mark_price=bar.close,
         )
-        PositionMark.objects.update_or_create(
-            position=position, date=as_of, defaults={"close": bar.close, "unrealised_pnl": pnl}
-        )
+        _mark_store(position, as_of, close=bar.close, unrealised_pnl=pnl)
         Position.objects.filter(pk=position.pk).update(last_mark=bar.close, unrealised_pnl=pnl)
         marked += 1
     return {"filled": filled, "closed": closed, "marked": marked}
+
+
+def _mark_store(position: Position, on: dt.date, *, close: Decimal, unrealised_pnl: Decimal) -> None:
+    """The day's mark of ``position``: written, or rewritten when the day was already marked. The
+    same row as ``update_or_create`` leaves, in half the statements: a day is nearly always new."""
+    try:
+        with transaction.atomic():
+            PositionMark.objects.create(position=position, date=on, close=close, unrealised_pnl=unrealised_pnl)
+    except IntegrityError:  # the day's mark exists (one per position and day)
+        PositionMark.objects.filter(position=position, date=on).update(close=close, unrealised_pnl=unrealised_pnl)
 
 
 def book_catch_up(*, account: Account, until: dt.date) -> list[dict]:

@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 
-from django.db.models import QuerySet, Sum
+from django.db.models import Max, QuerySet, Sum
+from django.utils import timezone
 
 from trading import edge
-from trading.models import Account, Position, PositionMark, Thesis
+from trading.market.calendar import sessions_between
+from trading.models import Account, DailyBar, Order, Position, PositionMark, Thesis
 
 QUEUE_FILTERS = ("strategy", "symbol", "direction", "min_conviction", "status", "replay")
 QUEUE_STATUSES = (*Thesis.Status.values, "all")
 DIRECTIONS = ("LONG", "SHORT")
 POSITION_STATUSES = tuple(Position.Status.values)
+ORDER_FILTERS = ("status", "symbol", "account")
+ORDER_STATUSES = ("all", *Order.Status.values)
+# The blotter's books: the live account (the default), every replay account, or one account by id.
+ORDER_BOOKS = ("live", "replay", "all")
 
 
 @dataclass(frozen=True)
@@ -66,6 +73,129 @@ def open_positions(account: Account) -> QuerySet[Position]:
     return Position.objects.filter(account=account, status=Position.Status.OPEN).select_related("instrument")
 
 
+HUNDRED = Decimal(100)
+
+
+def percent_since_entry(direction: str, entry: Decimal, mark: Decimal) -> Decimal:
+    """The move from the entry to the mark in the position's favour, in percent: +2.00 when a LONG's
+    price rose 2 % or a SHORT's fell 2 %."""
+    sign = 1 if direction == "LONG" else -1
+    return (sign * (mark - entry) / entry * HUNDRED).quantize(Decimal("0.01")) if entry else Decimal(0)
+
+
+def r_multiple(entry: Decimal, stop: Decimal, mark: Decimal) -> Decimal | None:
+    """(mark − entry) / (entry − stop): the move in units of the risk taken. The sign follows the
+    direction by itself (a SHORT's stop is above its entry), so +1.0 is one risk unit of profit and
+    −1.0 the stop's loss for either side. None without a risk (a stop on the entry)."""
+    risk = entry - stop
+    return ((mark - entry) / risk).quantize(Decimal("0.01")) if risk else None
+
+
+@dataclass(frozen=True)
+class PositionRow:
+    """One position as the portfolio shows it: the stored row and the figures computed from it."""
+
+    position: Position
+    mark: Decimal
+    pct_since_entry: Decimal
+    r_multiple: Decimal | None
+    sessions_held: int
+    notional: Decimal
+
+
+@dataclass(frozen=True)
+class Holding:
+    """The open positions of one instrument and direction summed: what the book holds in it."""
+
+    instrument_id: int
+    direction: str
+    rows: list[PositionRow]
+    quantity: int
+    avg_entry: Decimal
+    mark: Decimal
+    unrealised: Decimal
+    notional: Decimal
+    pct_since_entry: Decimal
+    r_multiple: Decimal | None
+    sessions_held: int
+    dividends: Decimal
+
+    @property
+    def first(self) -> Position:
+        return self.rows[0].position
+
+    @property
+    def stop(self) -> Decimal | None:
+        """The stop when every position shares it, else None (the page shows each one's)."""
+        stops = {row.position.stop for row in self.rows}
+        return stops.pop() if len(stops) == 1 else None
+
+    @property
+    def target(self) -> Decimal | None:
+        targets = {row.position.target for row in self.rows}
+        return targets.pop() if len(targets) == 1 else None
+
+
+def position_row(position: Position, *, held_until: dt.date | None) -> PositionRow:
+    """``held_until``: the last session counted (the exit day of a closed position, the latest bar
+    of an open one's instrument); sessions are the exchange calendar's, as the broker counts them."""
+    mark = position.exit_price if position.exit_price is not None else (position.last_mark or position.entry_price)
+    until = position.closed_on or held_until
+    return PositionRow(
+        position=position,
+        mark=mark,
+        pct_since_entry=percent_since_entry(position.direction, position.entry_price, mark),
+        r_multiple=r_multiple(position.entry_price, position.stop, mark),
+        sessions_held=sessions_between(position.instrument.exchange, position.opened_on, until) if until else 0,
+        notional=(mark * position.quantity).quantize(Decimal("0.01")),
+    )
+
+
+def holding(rows: list[PositionRow]) -> Holding:
+    """Several positions in one instrument and direction as one: quantities and PnL summed, the entry
+    averaged by quantity, the R multiple as the summed move over the summed risk."""
+    first = rows[0].position
+    quantity = sum(row.position.quantity for row in rows)
+    cost = sum((row.position.entry_price * row.position.quantity for row in rows), start=Decimal(0))
+    avg_entry = (cost / quantity).quantize(Decimal("0.0001")) if quantity else Decimal(0)
+    risk = sum((abs(row.position.entry_price - row.position.stop) * row.position.quantity for row in rows), Decimal(0))
+    sign = 1 if first.direction == "LONG" else -1
+    moved = sum((sign * (row.mark - row.position.entry_price) * row.position.quantity for row in rows), Decimal(0))
+    mark = rows[0].mark
+    return Holding(
+        instrument_id=first.instrument_id,
+        direction=first.direction,
+        rows=rows,
+        quantity=quantity,
+        avg_entry=avg_entry,
+        mark=mark,
+        unrealised=sum((row.position.unrealised_pnl for row in rows), start=Decimal(0)),
+        notional=sum((row.notional for row in rows), start=Decimal(0)),
+        pct_since_entry=percent_since_entry(first.direction, avg_entry, mark),
+        r_multiple=(moved / risk).quantize(Decimal("0.01")) if risk else None,
+        sessions_held=max(row.sessions_held for row in rows),
+        dividends=sum((row.position.dividends for row in rows), start=Decimal(0)),
+    )
+
+
+def open_holdings(account: Account) -> list[Holding]:
+    """The account's open positions grouped by instrument and direction, largest notional first.
+    Two queries: the positions, and the latest bar of their instruments (for the sessions held)."""
+    positions = list(open_positions(account).order_by("opened_on", "id"))
+    today = timezone.localdate()
+    latest = dict(
+        DailyBar.objects.filter(instrument_id__in={p.instrument_id for p in positions}, date__lte=today)
+        .values_list("instrument_id")
+        .annotate(last=Max("date"))
+    )
+    groups: dict[tuple[int, str], list[PositionRow]] = {}
+    for position in positions:
+        row = position_row(position, held_until=latest.get(position.instrument_id))
+        groups.setdefault((position.instrument_id, position.direction), []).append(row)
+    holdings = [holding(rows) for rows in groups.values()]
+    return sorted(holdings, key=lambda h: (-h.notional, h.first.instrument.symbol))
+
+
 def closed_positions(account: Account, limit: int = 100) -> QuerySet[Position]:
     return (
         Position.objects.filter(account=account, status=Position.Status.CLOSED)
@@ -94,3 +224,47 @@ def equity_curve(account: Account) -> list[tuple[str, float]]:
         cumulative += realised.get(day, Decimal(0))
         equity.append((day.isoformat(), float(account.capital + cumulative + unrealised.get(day, Decimal(0)))))
     return equity
+
+
+@dataclass(frozen=True)
+class OrderFilters:
+    status: str
+    symbol: str
+    account: str
+
+
+def order_filters(params: Mapping[str, str]) -> OrderFilters:
+    """The blotter's filters (the page's and the API's: the same rules). ``account`` is ``live``
+    (the default), ``replay``, ``all`` or an account's id. Raises ``edge.InputInvalid`` naming the
+    first bad value."""
+    account = str(params.get("account") or "live").strip()
+    if account not in ORDER_BOOKS and not (account.isdigit() and len(account) < 12):
+        raise edge.InputInvalid(f"account {edge.short(account)!r} is not one of live, replay, all or an account's id")
+    return OrderFilters(
+        status=edge.parse_choice(params.get("status") or "all", "status", ORDER_STATUSES),
+        symbol=edge.parse_name(params.get("symbol"), "symbol").upper(),
+        account=account,
+    )
+
+
+def order_blotter(params: Mapping[str, str], *, live: Account) -> QuerySet[Order]:
+    """Orders newest first, with what a row shows in one query (instrument, account, thesis, run).
+    ``live`` is the live account (the default book). Raises ``edge.InputInvalid`` for a bad filter."""
+    filters = order_filters(params)
+    orders = Order.objects.select_related("instrument", "account", "thesis__run", "thesis__decided_by")
+    if filters.account == "live":
+        orders = orders.filter(account=live)
+    elif filters.account == "replay":
+        orders = orders.filter(thesis__run__is_replay=True)
+    elif filters.account != "all":
+        orders = orders.filter(account_id=int(filters.account))
+    if filters.status != "all":
+        orders = orders.filter(status=filters.status)
+    if filters.symbol:
+        orders = orders.filter(instrument__symbol=filters.symbol)
+    return orders.order_by("-placed_at", "-id")
+
+
+def closed_rows(account: Account, limit: int = 100) -> list[PositionRow]:
+    """The latest closed positions with their figures at the exit."""
+    return [position_row(position, held_until=None) for position in closed_positions(account, limit)]

@@ -64,3 +64,32 @@ class PositionCloseInput(serializers.Serializer):
             "blank": "say why you close it by hand: a reason is required",
         },
     )
+
+
+class OrderOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    thesis = serializers.IntegerField(source="thesis_id")
+    account = serializers.CharField(source="account.name")
+    symbol = serializers.CharField(source="instrument.symbol")
+    side = serializers.CharField()
+    quantity = serializers.IntegerField()
+    status = serializers.CharField()
+    fill_policy = serializers.CharField()
+    placed_on = serializers.DateField()
+    placed_at = serializers.DateTimeField()
+    fill_price = serializers.DecimalField(max_digits=18, decimal_places=4, allow_null=True)
+    filled_on = serializers.DateField(allow_null=True)
+    costs_total = serializers.DecimalField(max_digits=18, decimal_places=2)
+    note = serializers.CharField(help_text="why it was cancelled, by the broker or by a person")
+    is_replay = serializers.BooleanField(source="thesis.run.is_replay")
+
+
+class OrderCancelInput(serializers.Serializer):
+    reason = CommentField(
+        what="reason",
+        help_text="why the order is cancelled (required)",
+        error_messages={
+            "required": "say why you cancel the order: a reason is required",
+            "blank": "say why you cancel the order: a reason is required",
+        },
+    )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Paginator
@@ -15,11 +17,13 @@ from trading.book import selectors
 from trading.book.accounts import account_portfolio, default_account
 from trading.book.approvals import APPROVE_PERMISSION, thesis_approve, thesis_reject, thesis_staleness
 from trading.book.broker import position_close_by_hand
+from trading.book.orders import order_cancel as cancel_order
 from trading.market import charts
 from trading.market import selectors as market_selectors
-from trading.models import Account, Position, Strategy, StrategyDirective, Thesis
+from trading.models import Account, Order, Position, Strategy, StrategyDirective, Thesis
 from trading.pipeline import presenters
 from trading.refusals import refused
+from vocabulary.money import format_money
 from vocabulary.refusals import NotAllowed, Refusal
 
 
@@ -44,12 +48,15 @@ def thesis_queue(request: HttpRequest) -> HttpResponse:
         messages.error(request, f"{problem}.")
         theses, status = Thesis.objects.none(), 400
     page = Paginator(theses, 50).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)  # the pager adds its own: a second "page" would win over it
     gated = gated_strategies()
     return render(
         request,
         "trading/theses.html",
         {
             "page": page,
+            "query": query.urlencode(),
             "filters": {key: request.GET.get(key, "") for key in selectors.QUEUE_FILTERS},
             "statuses": list(selectors.QUEUE_STATUSES),
             "strategies": Strategy.objects.values_list("name", flat=True),
@@ -66,13 +73,33 @@ def thesis_detail(request: HttpRequest, thesis_id: int) -> HttpResponse:
     )
     run = thesis.run
     context = presenters.run_context(run, run_totals(run))
+    order = Order.objects.filter(thesis=thesis).select_related("position").first()
+    position = getattr(order, "position", None) if order is not None else None
+    marks = charts.trade_marks(
+        direction=thesis.direction,
+        quantity=order.quantity if order is not None else thesis.quantity,
+        filled_on=order.filled_on if order is not None else None,
+        fill_price=order.fill_price if order is not None else None,
+        closed_on=position.closed_on if position is not None else None,
+        exit_price=position.exit_price if position is not None else None,
+        exit_reason=position.exit_reason if position is not None else "",
+    )
+    # Once traded, the chart runs on to the exit (or, while open, to the latest bar) so the fill and
+    # exit markers sit on their candles; support and resistance stay as the analysts saw them.
+    chart_end: dt.date | None = max([run.as_of, *(mark.day for mark in marks)]) if marks else run.as_of
+    if marks and position is not None and position.closed_on is None:
+        chart_end = None
     lookback = int(settings.DESK["FEATURE_LOOKBACK_BARS"]) + 130  # a count of bars; settings see a number
-    bars = market_selectors.bars_frame(thesis.instrument, as_of=run.as_of, limit=lookback)
+    bars = market_selectors.bars_frame(thesis.instrument, as_of=chart_end, limit=lookback)
     chart = charts.price_chart(
         bars,
         symbol=thesis.instrument.symbol,
         show_last=130,
         levels={"entry": float(thesis.entry), "stop": float(thesis.stop), "target": float(thesis.target)},
+        currency=thesis.instrument.currency,
+        panes=("volume",),
+        marks=marks,
+        as_of=run.as_of,
     )
     can_decide = request.user.has_perm("trading.approve_thesis") and thesis.status == Thesis.Status.PENDING
     return render(
@@ -85,7 +112,8 @@ def thesis_detail(request: HttpRequest, thesis_id: int) -> HttpResponse:
             "hints": presenters.interpretation_hints(context, thesis),
             "staleness": thesis_staleness(thesis) if thesis.status == Thesis.Status.PENDING else None,
             "can_decide": can_decide,
-            "order": getattr(thesis, "order", None),
+            "order": order,
+            "box": presenters.thesis_box(thesis, context.get("debate"), order=order, position=position),
             **context,
         },
     )
@@ -125,7 +153,8 @@ def portfolio(request: HttpRequest) -> HttpResponse:
         messages.error(request, f"There is no such account: {edge.short(wanted)!r}; showing the live book.")
         account, status = live, 400
     state = account_portfolio(account)
-    open_positions = list(selectors.open_positions(account))
+    holdings = selectors.open_holdings(account)
+    closed = selectors.closed_rows(account)
     curve = selectors.equity_curve(account)
     figure = charts.equity_chart(curve, currency=account.currency)
     return render(
@@ -134,9 +163,10 @@ def portfolio(request: HttpRequest) -> HttpResponse:
         {
             "account": account,
             "state": state,
-            "open_positions": open_positions,
-            "closed_positions": selectors.closed_positions(account),
-            "unrealised": sum((p.unrealised_pnl for p in open_positions), start=0),
+            "holdings": holdings,
+            "closed_rows": closed,
+            "show_dividends": any(h.dividends for h in holdings) or any(r.position.dividends for r in closed),
+            "unrealised": sum((h.unrealised for h in holdings), start=0),
             "chart": figure if curve else None,
             "can_close": request.user.has_perm("trading.approve_thesis") and account.pk == live.pk,
             "accounts": accounts,
@@ -159,5 +189,59 @@ def position_close(request: HttpRequest, position_id: int) -> HttpResponse:
         closed = position_close_by_hand(position=position, user=request.user, comment=comment)
     except Refusal as refusal:
         return refused(request, refusal, back)
-    messages.success(request, f"Closed {closed.instrument.symbol} at {closed.exit_price}: PnL {closed.realised_pnl}.")
+    currency = closed.instrument.currency
+    exit_price = format_money(closed.exit_price, currency) if closed.exit_price is not None else "—"
+    pnl = format_money(closed.realised_pnl, currency) if closed.realised_pnl is not None else "—"
+    messages.success(request, f"Closed {closed.instrument.symbol} at {exit_price}: PnL {pnl} (net of costs).")
+    return back
+
+
+ORDERS_PER_PAGE = 50
+
+
+def order_list(request: HttpRequest) -> HttpResponse:
+    """The blotter: working, filled and cancelled orders (with why), newest first. A bad filter is
+    answered 400 with the reason and no list, as the approval queue does."""
+    live = default_account()
+    status = 200
+    try:
+        orders = selectors.order_blotter(request.GET, live=live)
+    except edge.InputInvalid as problem:
+        messages.error(request, f"{problem}.")
+        orders, status = Order.objects.none(), 400
+    page = Paginator(orders, ORDERS_PER_PAGE).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    return render(
+        request,
+        "trading/orders.html",
+        {
+            "page": page,
+            "query": query.urlencode(),
+            "filters": {key: request.GET.get(key, "") for key in selectors.ORDER_FILTERS},
+            "statuses": selectors.ORDER_STATUSES,
+            "accounts": Account.objects.order_by("id"),
+            "live": live,
+            "can_cancel": request.user.has_perm(APPROVE_PERMISSION),
+        },
+        status=status,
+    )
+
+
+@require_POST
+def order_cancel(request: HttpRequest, order_id: int) -> HttpResponse:
+    """Cancel a working order by hand. The role is checked first: a viewer's forged POST is a 403
+    whatever else is wrong with it; every other rule is the service's."""
+    order = get_object_or_404(Order.objects.select_related("instrument", "account", "thesis__run"), pk=order_id)
+    back = redirect("order_list")
+    try:
+        if not request.user.has_perm(APPROVE_PERMISSION):
+            raise NotAllowed("only approvers can cancel an order")
+        cancelled = cancel_order(order=order, user=request.user, reason=request.POST.get("reason", ""))
+    except Refusal as refusal:
+        return refused(request, refusal, back)
+    messages.success(
+        request,
+        f"Cancelled order #{cancelled.pk} ({cancelled.side} {cancelled.quantity} {cancelled.instrument.symbol}).",
+    )
     return back

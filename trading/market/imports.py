@@ -1,34 +1,59 @@
-"""Import market data from CSV: validate every row, then write all of it or nothing.
+"""Import market data from files: validate every row, then write all of it or nothing.
 
 Files are streamed: rows are read, validated and written in batches of ``BATCH_ROWS`` inside one
 transaction, so memory stays flat whatever the file's size and a problem on the last line still
 undoes the first batch. Nothing is written once a problem is found; the rest of the file is still
 read, so every problem is reported (the first ``MAX_PROBLEMS_LISTED`` of them, and the count).
+
+Bars come in three formats (``trading.market.domain.file_formats``: the desk's CSV, the NSE
+bhavcopy, Yahoo's export), each read into the desk's row and held to the same rules; a bar on a
+day its exchange does not trade is refused with its line, and the report carries the data quality
+of the instruments it touched (``trading.market.domain.quality``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import csv
-from collections.abc import Callable, Iterator, Sequence
+import datetime as dt
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import IO, Any, Generic, TypeVar
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
-from django.db import IntegrityError, models, transaction
+from django.db import IntegrityError, connection, models, transaction
+from django.db.models import Max, Q
 from django.utils import timezone
 
 from trading.audit import audit_record
+from trading.market import calendar
 from trading.market.domain import csv_rows as market_csv
+from trading.market.domain import file_formats
+from trading.market.domain import quality as market_quality
 from trading.market.domain.csv_rows import BarRow, FundamentalsRow, NewsRow, RowProblem
+from trading.market.domain.file_formats import InstrumentRow, InstrumentRowError, Translated
 from trading.market.domain.news import content_hash
-from trading.models import DailyBar, FundamentalsSnapshot, Instrument, NewsItem
-from vocabulary.dates import DateWindow
+from trading.market.domain.quality import InstrumentQuality, QualityTracker, SessionIndex
+from trading.models import CorporateAction, DailyBar, FundamentalsSnapshot, Instrument, NewsItem
+from vocabulary.dates import DATE_FLOOR, DateWindow
 
 BATCH_ROWS = 5_000
 MAX_PROBLEMS_LISTED = 1_000
+MAX_NOTES_LISTED = 200
+
+# What ``--create-missing`` gives an instrument of these exchanges; any other needs a currency.
+EXCHANGE_DEFAULTS: dict[str, tuple[str, Decimal, int]] = {
+    "NSE": ("INR", Decimal("0.05"), 1),
+    "BSE": ("INR", Decimal("0.05"), 1),
+}
+OTHER_EXCHANGE_TICK = Decimal("0.01")
+YAHOO_SPLIT_REMARK = (
+    "note: Yahoo's Close is already adjusted for splits after each date; record no split or bonus "
+    "for the dates this file covers, or history is adjusted twice"
+)
 
 Row = TypeVar("Row", BarRow, NewsRow, FundamentalsRow)
 
@@ -52,6 +77,17 @@ class ImportReport:
     problems: list[RowProblem] = field(default_factory=list)
     skipped: list[RowProblem] = field(default_factory=list)
     problem_count: int = 0
+    file_format: str = "desk"
+    # Instruments the rows name ("NSE:RELIANCE"), created ones with their defaults, updated ones.
+    instruments: set[str] = field(default_factory=set)
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    # Rows skipped by kind and not listed line by line (a bhavcopy's other series: thousands).
+    skipped_counts: dict[str, int] = field(default_factory=dict)
+    quality: list[InstrumentQuality] = field(default_factory=list)
+    outlier_threshold_pct: float = 25.0
+    # What a person should know about the file as a whole (a format's caveat).
+    remarks: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -63,11 +99,32 @@ class ImportReport:
         if len(self.problems) < MAX_PROBLEMS_LISTED:
             self.problems.append(RowProblem(line, reason))
 
+    def skip(self, line: int, reason: str) -> None:
+        if len(self.skipped) < MAX_PROBLEMS_LISTED:
+            self.skipped.append(RowProblem(line, reason))
+        else:
+            self.count_skip(reason)
+
+    def count_skip(self, reason: str) -> None:
+        self.skipped_counts[reason] = self.skipped_counts.get(reason, 0) + 1
+
     def problem_lines(self) -> list[str]:
         return [f"{self.path}:{p.line}: {p.reason}" for p in sorted(self.problems, key=lambda p: p.line)]
 
     def skipped_lines(self) -> list[str]:
-        return [f"{self.path}:{p.line}: skipped, {p.reason}" for p in sorted(self.skipped, key=lambda p: p.line)]
+        lines = [f"{self.path}:{p.line}: skipped, {p.reason}" for p in sorted(self.skipped, key=lambda p: p.line)]
+        lines += [f"{self.path}: skipped {count} row(s): {reason}" for reason, count in self.skipped_counts.items()]
+        return lines
+
+    def note_lines(self) -> list[str]:
+        """What the import did or would do besides rows: instruments created or updated."""
+        verb = "would create" if self.dry_run or self.problems else "created"
+        change = "would update" if self.dry_run or self.problems else "updated"
+        created = [f"{verb} {text}" for text in self.created]
+        return self.remarks + created + [f"{change} {text}" for text in self.updated]
+
+    def quality_lines(self) -> list[str]:
+        return [line for found in self.quality for line in found.lines(self.outlier_threshold_pct)]
 
     def summary(self) -> str:
         if self.problems:
@@ -76,8 +133,32 @@ class ImportReport:
             return f"{self.path}: {count} problem(s) in {self.rows_read} row(s){listed}; nothing was written."
         if self.dry_run:
             return f"{self.path}: {self.accepted} {self.kind} row(s) valid; dry run, nothing was written."
-        skipped = f", {len(self.skipped)} skipped" if self.skipped else ""
+        skipped_count = len(self.skipped) + sum(self.skipped_counts.values())
+        skipped = f", {skipped_count} skipped" if skipped_count else ""
         return f"{self.path}: wrote {self.written} {self.kind} row(s){skipped}."
+
+    def as_dict(self) -> dict[str, Any]:
+        """The report as plain JSON (kept on a browser upload)."""
+        return {
+            "kind": self.kind,
+            "format": self.file_format,
+            "ok": self.ok,
+            "dry_run": self.dry_run,
+            "rows_read": self.rows_read,
+            "accepted": self.accepted,
+            "written": self.written,
+            "summary": self.summary(),
+            "problem_count": max(self.problem_count, len(self.problems)),
+            "problems": [{"line": p.line, "reason": p.reason} for p in sorted(self.problems, key=lambda p: p.line)],
+            "skipped": [{"line": p.line, "reason": p.reason} for p in sorted(self.skipped, key=lambda p: p.line)][
+                :MAX_NOTES_LISTED
+            ],
+            "skipped_counts": dict(self.skipped_counts),
+            "instruments": sorted(self.instruments)[:MAX_NOTES_LISTED],
+            "instrument_count": len(self.instruments),
+            "notes": self.note_lines()[:MAX_NOTES_LISTED],
+            "quality": self.quality_lines()[:MAX_NOTES_LISTED],
+        }
 
 
 def _decoded_lines(handle: IO[bytes], path: Path) -> Iterator[str]:
@@ -104,6 +185,7 @@ def _records(reader: Any, header: list[str], report: ImportReport) -> Iterator[t
     """``(line, row)`` for each record, where ``line`` is the file line the record starts on:
     ``reader.line_num`` counts physical lines, so a quoted newline inside a field is counted."""
     previous = reader.line_num
+    width = len(header)
     while True:
         try:
             values = next(reader)
@@ -117,14 +199,21 @@ def _records(reader: Any, header: list[str], report: ImportReport) -> Iterator[t
         if not values:
             continue  # a blank line
         report.rows_read += 1
-        yield line, market_csv.row_from(header, values)
+        if len(values) == width:  # the common case, without row_from's per-field checks
+            yield line, dict(zip(header, map(str.strip, values), strict=True))
+        else:
+            yield line, market_csv.row_from(header, values)
+
+
+Required = Sequence[str] | Callable[[list[str]], Sequence[str]]
 
 
 @contextlib.contextmanager
 def _csv_rows(
-    path: Path, required: Sequence[str], report: ImportReport
+    path: Path, required: Required, report: ImportReport
 ) -> Iterator[Iterator[tuple[int, dict[str, str]]] | None]:
-    """The file's rows, streamed; None (with the problem reported) when a required column is missing."""
+    """The file's rows, streamed; None (with the problem reported) when a required column is missing.
+    ``required`` may be a function of the header (a format told apart by its columns)."""
     try:
         handle = path.open("rb")
     except FileNotFoundError:
@@ -138,9 +227,11 @@ def _csv_rows(
         except csv.Error as error:
             raise ImportFileError(f"{path}:1: {_csv_problem(error)}") from None
         if header is None:
-            raise ImportFileError(f"{path}: the file is empty (a header row is required: {', '.join(required)})")
-        header = market_csv.clean_header(header)
-        missing = market_csv.missing_columns(header, required)
+            columns = ", ".join(required) if not callable(required) else "see --help"
+            raise ImportFileError(f"{path}: the file is empty (a header row is required: {columns})")
+        header = [file_formats.header_key(name) for name in header]
+        wanted = required(header) if callable(required) else required
+        missing = market_csv.missing_columns(header, wanted)
         if missing:
             report.add_problem(1, f"missing column(s): {', '.join(missing)}")
             yield None
@@ -152,26 +243,36 @@ def _date_window() -> DateWindow:
     return DateWindow(today=timezone.localdate(), zone=settings.TIME_ZONE)
 
 
+Creator = Callable[[str, int], "Instrument | str"]
+
+
 class _Symbols:
     """Symbols resolved to instruments as they first appear, once each. ``EXCH:SYM`` names one
-    exchange; a bare symbol must be unambiguous."""
+    exchange; a bare symbol must be unambiguous. With a ``creator``, an unknown symbol becomes a
+    new instrument (or the reason it cannot)."""
 
-    def __init__(self) -> None:
+    def __init__(self, creator: Creator | None = None) -> None:
         self._known: dict[str, Instrument | str] = {}
+        self._creator = creator
+        self._by_symbol: dict[str, list[Instrument]] | None = None
 
-    def resolve(self, symbol: str) -> Instrument | str:
+    def resolve(self, symbol: str, line: int = 0) -> Instrument | str:
         """The instrument, or the reason the symbol cannot be used."""
         if symbol not in self._known:
-            self._known[symbol] = self._lookup(symbol)
+            found = self._lookup(symbol)
+            if isinstance(found, str) and found.startswith("unknown symbol") and self._creator is not None:
+                found = self._creator(symbol, line)
+            self._known[symbol] = found
         return self._known[symbol]
 
-    @staticmethod
-    def _lookup(symbol: str) -> Instrument | str:
+    def _lookup(self, symbol: str) -> Instrument | str:
+        if self._by_symbol is None:
+            # One query for the whole universe (thousands of rows at most), not one per symbol.
+            self._by_symbol = {}
+            for instrument in Instrument.objects.order_by("exchange"):
+                self._by_symbol.setdefault(instrument.symbol, []).append(instrument)
         exchange, _, bare = symbol.rpartition(":")
-        matches = Instrument.objects.filter(symbol=bare)
-        if exchange:
-            matches = matches.filter(exchange=exchange)
-        found = list(matches.order_by("exchange")[:10])
+        found = [i for i in self._by_symbol.get(bare, []) if not exchange or i.exchange == exchange]
         if len(found) == 1:
             return found[0]
         if found:
@@ -191,10 +292,24 @@ class _Kind(Generic[Row]):
     model: type[models.Model]
     symbol_of: Callable[[Row], str | None]
     audit_details: Callable[[], dict[str, Any]] = dict
+    # A file row in another format, read as the desk's row (None: skipped, and counted by it).
+    prepare: Callable[[int, dict[str, str]], dict[str, str] | None] | None = None
+    # A check of the row against its instrument (a bar on a day its exchange does not trade).
+    placed: Callable[[Row, Instrument], str | None] | None = None
+    creator: Creator | None = None
+    # Runs inside the transaction once every row was read (quality figures for the report).
+    finish: Callable[[], None] | None = None
+    # Writes a batch faster than ``bulk_create`` of built models, returning the rows written.
+    write: Callable[[list[tuple[Row, Instrument | None]]], int] | None = None
 
 
 def _import(
-    path: Path, report: ImportReport, required: Sequence[str], kind: _Kind[Row], actor_label: str
+    path: Path,
+    report: ImportReport,
+    required: Required,
+    kind: _Kind[Row],
+    actor_label: str,
+    actor: Any = None,
 ) -> ImportReport:
     with _csv_rows(path, required, report) as rows:
         if rows is None:
@@ -204,13 +319,22 @@ def _import(
             # inside one transaction, left through _Refused (rolled back) on any problem.
             with contextlib.nullcontext() if report.dry_run else transaction.atomic():
                 _import_rows(rows, report, kind)
+                if kind.finish is not None:
+                    kind.finish()
                 if report.problems or report.dry_run:
                     raise _Refused
                 audit_record(
+                    actor=actor,
                     actor_label=actor_label,
                     action=f"import_{report.kind}",
                     target=report.path,
-                    details={"written": report.written, "skipped": len(report.skipped), **kind.audit_details()},
+                    details={
+                        "written": report.written,
+                        "skipped": len(report.skipped) + sum(report.skipped_counts.values()),
+                        "format": report.file_format,
+                        **({"created": report.created} if report.created else {}),
+                        **kind.audit_details(),
+                    },
                 )
         except _Refused:
             report.written = 0
@@ -222,18 +346,28 @@ def _import(
 
 
 def _import_rows(rows: Iterator[tuple[int, dict[str, str]]], report: ImportReport, kind: _Kind[Row]) -> None:
-    symbols = _Symbols()
+    symbols = _Symbols(kind.creator)
     batch: list[tuple[Row, Instrument | None]] = []
     for line, raw in rows:
+        if kind.prepare is not None:
+            prepared = kind.prepare(line, raw)
+            if prepared is None:
+                continue
+            raw = prepared
         row = kind.check(line, raw)
         if isinstance(row, RowProblem):
             report.add_problem(row.line, row.reason)
             continue
         symbol = kind.symbol_of(row)
-        instrument = symbols.resolve(symbol) if symbol else None
+        instrument = symbols.resolve(symbol, line) if symbol else None
         if isinstance(instrument, str):
             report.add_problem(line, instrument)
             continue
+        if instrument is not None and kind.placed is not None:
+            problem = kind.placed(row, instrument)
+            if problem is not None:
+                report.add_problem(line, problem)
+                continue
         batch.append((row, instrument))
         if len(batch) >= BATCH_ROWS:
             _write_batch(batch, report, kind)
@@ -245,29 +379,190 @@ def _write_batch(batch: list[tuple[Row, Instrument | None]], report: ImportRepor
     fresh = kind.fresh(batch)
     report.accepted += len(fresh)
     if fresh and not report.problems and not report.dry_run:
+        if kind.write is not None:
+            report.written += kind.write(fresh)
+            return
         # _default_manager: the checker cannot know that every model class has ``objects``.
         report.written += len(kind.model._default_manager.bulk_create([kind.build(row, inst) for row, inst in fresh]))
 
 
-def import_bars(path: Path, *, dry_run: bool = False, actor_label: str = "import_bars") -> ImportReport:
-    report = ImportReport(path=str(path), kind="bar", dry_run=dry_run)
-    symbols: set[str] = set()
+# --- Bars -------------------------------------------------------------------------------------
 
-    def fresh(batch: list[tuple[BarRow, Instrument | None]]) -> list[tuple[BarRow, Instrument | None]]:
-        stored = set(
-            DailyBar.objects.filter(
-                instrument__in={inst.pk for _, inst in batch if inst}, date__in={bar.date for bar, _ in batch}
-            ).values_list("instrument_id", "date")
+
+@dataclass(frozen=True)
+class BarOptions:
+    """How a bars file is read. ``file_format`` None: told from the header."""
+
+    file_format: str | None = None
+    series: frozenset[str] = frozenset({"EQ"})
+    symbol: str = ""  # Yahoo: the file's symbol; empty: from the file name
+    create_missing: bool = False
+    exchange: str = "NSE"  # the exchange of a bare symbol that --create-missing creates
+    currency: str = ""  # the currency of created instruments on exchanges without defaults
+
+
+@dataclass(frozen=True)
+class MarketDataSettings:
+    """``settings.MARKET_DATA``, typed."""
+
+    outlier_move_pct: float
+    provider: str
+    upload_max_mb: int
+    upload_dir: Path
+
+
+def market_data_settings() -> MarketDataSettings:
+    raw: dict[str, Any] = settings.MARKET_DATA
+    return MarketDataSettings(
+        outlier_move_pct=float(raw["OUTLIER_MOVE_PCT"]),
+        provider=str(raw["PROVIDER"]),
+        upload_max_mb=int(raw["UPLOAD_MAX_MB"]),
+        upload_dir=Path(raw["UPLOAD_DIR"]),
+    )
+
+
+def outlier_threshold_pct() -> float:
+    return market_data_settings().outlier_move_pct
+
+
+class _Sessions:
+    """Each exchange's sessions, built once per import from the exchange calendar."""
+
+    def __init__(self, today: dt.date) -> None:
+        self.today = today
+        self._index: dict[str, SessionIndex | None] = {}
+
+    def index(self, exchange: str) -> SessionIndex | None:
+        """None when the desk has no calendar for the exchange (its sessions are then weekdays,
+        and quality does not count missing sessions against them)."""
+        if exchange not in self._index:
+            known = calendar.calendar_for(exchange) is not None
+            days = calendar.sessions(exchange, DATE_FLOOR, self.today) if known else []
+            self._index[exchange] = SessionIndex(days) if known else None
+        return self._index[exchange]
+
+
+def _bar_problem_on_day(bar: BarRow, instrument: Instrument, sessions: SessionIndex | None = None) -> str | None:
+    """The reason a bar cannot be dated on its day, or None. ``sessions`` answers fast inside its
+    range; outside it (or without one) the calendar module answers (weekdays as its fallback)."""
+    if sessions is not None and sessions.covers(bar.date):
+        if sessions.is_session(bar.date):
+            return None
+    elif calendar.is_session(instrument.exchange, bar.date):
+        return None
+    weekday = bar.date.strftime("%A")
+    return f"{bar.date} ({weekday}) is not a session of {instrument.exchange}: no bar can be dated on it"
+
+
+def _instrument_creator(options: BarOptions, report: ImportReport, hints: dict[str, Translated]) -> Creator:
+    def create(symbol: str, line: int) -> Instrument | str:
+        exchange, _, bare = symbol.rpartition(":")
+        exchange = (exchange or options.exchange).upper()
+        defaults = EXCHANGE_DEFAULTS.get(exchange)
+        if defaults is None and not options.currency:
+            known = ", ".join(EXCHANGE_DEFAULTS)
+            return (
+                f"unknown symbol {symbol}: creating it on {exchange} needs its currency "
+                f"(--currency; only {known} have defaults)"
+            )
+        currency, tick, lot = defaults or (options.currency.upper(), OTHER_EXCHANGE_TICK, 1)
+        if options.currency and defaults is not None:
+            currency = options.currency.upper()
+        hint = hints.get(symbol)
+        instrument = Instrument(
+            symbol=bare,
+            exchange=exchange,
+            name=(hint.name if hint and hint.name else bare)[:200],
+            currency=currency,
+            tick_size=tick,
+            lot_size=lot,
+            isin=hint.isin if hint and len(hint.isin) == 12 else "",
         )
+        if not report.dry_run and not report.problems:
+            instrument.save()
+        report.created.append(
+            f"{instrument} (line {line}): currency {currency}, tick {tick}, lot {lot}, name {instrument.name!r}"
+        )
+        return instrument
+
+    return create
+
+
+class _BarImport:
+    """One bars file's reading: its format, the instruments it touches and their quality."""
+
+    def __init__(self, path: Path, report: ImportReport, options: BarOptions) -> None:
+        self.report = report
+        self.options = options
+        self.file_format = options.file_format or "desk"
+        self.yahoo_symbol = file_formats.yahoo_symbol(options.symbol or path.stem)
+        self.symbols: set[str] = set()
+        self.hints: dict[str, Translated] = {}
+        self.sessions = _Sessions(timezone.localdate())
+        self.tracker = QualityTracker(report.outlier_threshold_pct)
+        self.touched: dict[str, Instrument] = {}
+        self._labels: dict[int, str] = {}
+
+    def required(self, header: list[str]) -> Sequence[str]:
+        self.file_format = self.options.file_format or file_formats.detect_format(header)
+        self.report.file_format = self.file_format
+        if self.file_format == "yahoo":
+            self.report.remarks.append(YAHOO_SPLIT_REMARK)
+        return file_formats.required_columns(self.file_format)
+
+    def prepare(self, line: int, raw: dict[str, str]) -> dict[str, str] | None:
+        if self.file_format == "desk":
+            return raw
+        if self.file_format == "bhavcopy":
+            translated = file_formats.from_bhavcopy(raw, self.options.series)
+            if translated.row is None:
+                self.report.count_skip(translated.skipped)
+        else:
+            translated = file_formats.from_yahoo(raw, self.yahoo_symbol)
+            if translated.row is None:
+                self.report.skip(line, translated.skipped)
+        if translated.row is not None and self.options.create_missing and translated.name:
+            self.hints.setdefault(translated.row["symbol"].upper(), translated)
+        return translated.row
+
+    def placed(self, bar: BarRow, instrument: Instrument) -> str | None:
+        index = self.sessions.index(instrument.exchange)
+        problem = _bar_problem_on_day(bar, instrument, index)
+        if problem is None:
+            label = self._labels.get(id(instrument))
+            if label is None:
+                label = self._labels[id(instrument)] = str(instrument)
+                self.touched[label] = instrument
+                self.tracker.start(label, index)
+            self.tracker.add(label, bar.date, bar.close)
+        return problem
+
+    def fresh(self, batch: list[tuple[BarRow, Instrument | None]]) -> list[tuple[BarRow, Instrument | None]]:
+        instruments = {id(inst): inst for _, inst in batch if inst is not None}.values()
+        saved = {instrument.pk for instrument in instruments if instrument.pk}
+        dates = [bar.date for bar, _ in batch]
+        stored = (
+            set(
+                DailyBar.objects.filter(instrument__in=saved, date__gte=min(dates), date__lte=max(dates)).values_list(
+                    "instrument_id", "date"
+                )
+            )
+            if saved
+            else set()
+        )
+        if not stored:  # the usual case, new dates only: nothing to compare row by row
+            self.symbols.update({bar.symbol for bar, _ in batch})
+            return batch
         kept = []
         for bar, instrument in batch:
-            if (instrument.pk if instrument else None, bar.date) in stored:
-                report.add_problem(bar.line, f"duplicate date {bar.date} for {bar.symbol}: already stored")
+            if instrument is not None and instrument.pk and (instrument.pk, bar.date) in stored:
+                self.report.add_problem(bar.line, f"duplicate date {bar.date} for {bar.symbol}: already stored")
             else:
-                symbols.add(bar.symbol)
+                self.symbols.add(bar.symbol)
                 kept.append((bar, instrument))
         return kept
 
+    @staticmethod
     def build(bar: BarRow, instrument: Instrument | None) -> DailyBar:
         return DailyBar(
             instrument=instrument,
@@ -279,18 +574,339 @@ def import_bars(path: Path, *, dry_run: bool = False, actor_label: str = "import
             volume=bar.volume,
         )
 
-    kind = _Kind(
-        check=market_csv.BarValidator(_date_window()).check,
-        fresh=fresh,
-        build=build,
-        model=DailyBar,
-        symbol_of=lambda bar: bar.symbol,
-        audit_details=lambda: {"symbols": sorted(symbols)},
+    def finish(self) -> None:
+        self.report.instruments = set(self.touched)
+        self.report.quality = _finish_quality(self.tracker, self.touched)
+
+    def kind(self) -> _Kind[BarRow]:
+        return _Kind(
+            check=market_csv.BarValidator(_date_window()).check,
+            fresh=self.fresh,
+            build=self.build,
+            model=DailyBar,
+            symbol_of=lambda bar: bar.symbol,
+            audit_details=lambda: {"symbols": sorted(self.symbols)},
+            prepare=self.prepare,
+            placed=self.placed,
+            creator=_instrument_creator(self.options, self.report, self.hints) if self.options.create_missing else None,
+            finish=self.finish,
+            write=_write_bars,
+        )
+
+
+_BAR_COLUMNS = ("instrument", "date", "open", "high", "low", "close", "volume")
+
+
+def _column(name: str) -> str:
+    field = DailyBar._meta.get_field(name)
+    assert isinstance(field, models.Field) and field.column, name
+    return field.column
+
+
+def _write_bars(batch: list[tuple[BarRow, Instrument | None]]) -> int:
+    """Bars written without building a model per row: COPY on PostgreSQL, one prepared INSERT
+    run over the batch elsewhere. Every value was validated against the columns' capacity and the
+    table's checks already (``BarValidator``), so nothing here can be refused by the database."""
+    table = DailyBar._meta.db_table
+    columns = [_column(name) for name in _BAR_COLUMNS]
+    rows = [
+        (instrument.pk if instrument else None, bar.date, bar.open, bar.high, bar.low, bar.close, bar.volume)
+        for bar, instrument in batch
+    ]
+    quoted = ", ".join(connection.ops.quote_name(column) for column in columns)
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            with cursor.copy(f"COPY {connection.ops.quote_name(table)} ({quoted}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+        else:
+            marks = ", ".join(["%s"] * len(columns))
+            cursor.executemany(
+                f"INSERT INTO {connection.ops.quote_name(table)} ({quoted}) VALUES ({marks})",
+                [(pk, day.isoformat(), *prices, volume) for pk, day, *prices, volume in rows],
+            )
+    return len(rows)
+
+
+def import_bars(
+    path: Path,
+    *,
+    dry_run: bool = False,
+    actor_label: str = "import_bars",
+    actor: Any = None,
+    options: BarOptions | None = None,
+) -> ImportReport:
+    """Bars from a file in any of the formats (``options``); see the module's docstring."""
+    report = ImportReport(path=str(path), kind="bar", dry_run=dry_run, outlier_threshold_pct=outlier_threshold_pct())
+    reading = _BarImport(path, report, options or BarOptions())
+    return _import(path, report, reading.required, reading.kind(), actor_label, actor)
+
+
+def _last_session(exchange: str) -> dt.date:
+    return calendar.last_completed_session(exchange, timezone.now())
+
+
+def _stored_before_first(
+    tracker: QualityTracker, saved: dict[str, int], by_pk: dict[int, str]
+) -> dict[str, tuple[dt.date, Decimal]]:
+    """Each instrument's last stored bar before its first bar in the file: two queries per 200
+    instruments, not one per instrument."""
+    firsts = {label: day for label, day in tracker.first_bars().items() if label in saved}
+    found: dict[str, tuple[dt.date, Decimal]] = {}
+    labels = sorted(firsts)
+    for start in range(0, len(labels), 200):
+        chunk = labels[start : start + 200]
+        condition = Q()
+        for label in chunk:
+            condition |= Q(instrument_id=saved[label], date__lt=firsts[label])
+        latest = dict(
+            DailyBar.objects.filter(condition)
+            .values("instrument")
+            .annotate(last=Max("date"))
+            .values_list("instrument", "last")
+        )
+        if not latest:
+            continue
+        pairs = Q()
+        for instrument_id, day in latest.items():
+            pairs |= Q(instrument_id=instrument_id, date=day)
+        for instrument_id, day, close in DailyBar.objects.filter(pairs).values_list("instrument_id", "date", "close"):
+            found[by_pk[instrument_id]] = (day, close)
+    return found
+
+
+def _finish_quality(tracker: QualityTracker, touched: dict[str, Instrument]) -> list[InstrumentQuality]:
+    saved = {label: inst.pk for label, inst in touched.items() if inst.pk}
+    by_pk = {pk: label for label, pk in saved.items()}
+    before = _stored_before_first(tracker, saved, by_pk)
+    last_stored = {
+        by_pk[row["instrument"]]: row["last"]
+        for row in DailyBar.objects.filter(instrument__in=saved.values())
+        .values("instrument")
+        .annotate(last=Max("date"))
+    }
+    explained: dict[str, set[dt.date]] = {}
+    for instrument_id, ex_date in CorporateAction.objects.filter(instrument__in=saved.values()).values_list(
+        "instrument_id", "ex_date"
+    ):
+        explained.setdefault(by_pk[instrument_id], set()).add(ex_date)
+    last_sessions = {label: _last_session(inst.exchange) for label, inst in touched.items()}
+    return tracker.finish(last_sessions=last_sessions, last_stored=last_stored, explained=explained, before=before)
+
+
+def instrument_quality(instrument: Instrument, *, now: dt.datetime | None = None) -> InstrumentQuality:
+    """The data-quality figures of one instrument's stored bars (the instrument page's panel)."""
+    moment = now or timezone.now()
+    bars = list(DailyBar.objects.filter(instrument=instrument).order_by("date").values_list("date", "close"))
+    explained = set(CorporateAction.objects.filter(instrument=instrument).values_list("ex_date", flat=True))
+    return market_quality.instrument_quality(
+        str(instrument),
+        bars,
+        sessions=_Sessions(timezone.localdate(moment)).index(instrument.exchange),
+        explained=explained,
+        last_session=calendar.last_completed_session(instrument.exchange, moment),
+        threshold_pct=outlier_threshold_pct(),
     )
-    return _import(path, report, market_csv.BAR_COLUMNS, kind, actor_label)
 
 
-def import_news(path: Path, *, dry_run: bool = False, actor_label: str = "import_news") -> ImportReport:
+def upsert_bars(
+    instrument: Instrument,
+    rows: Iterable[dict[str, str]],
+    *,
+    source: str,
+    dry_run: bool = False,
+    actor_label: str = "fetch_bars",
+    actor: Any = None,
+) -> ImportReport:
+    """Bars from a provider, for one instrument: held to the same rules as a file (every row valid
+    and on a session, or nothing written); a date already stored is updated when the provider's
+    figures differ (a late correction), otherwise left alone."""
+    report = ImportReport(path=source, kind="bar", dry_run=dry_run, file_format="provider")
+    report.outlier_threshold_pct = outlier_threshold_pct()
+    validator = market_csv.BarValidator(_date_window())
+    bars: list[BarRow] = []
+    for line, raw in enumerate(rows, start=1):
+        report.rows_read += 1
+        row = validator.check(line, {**raw, "symbol": str(instrument)})
+        if isinstance(row, RowProblem):
+            report.add_problem(row.line, row.reason)
+            continue
+        problem = _bar_problem_on_day(row, instrument)
+        if problem is not None:
+            report.add_problem(line, problem)
+            continue
+        bars.append(row)
+    report.accepted = len(bars)
+    report.instruments = {str(instrument)}
+    today = timezone.localdate()
+    stored = {bar.date: bar for bar in DailyBar.objects.filter(instrument=instrument, date__in=[b.date for b in bars])}
+    new = [bar for bar in bars if bar.date not in stored]
+    changed = []
+    for bar in bars:
+        old = stored.get(bar.date)
+        if old is None:
+            continue
+        values = (bar.open, bar.high, bar.low, bar.close, bar.volume)
+        if (old.open, old.high, old.low, old.close, old.volume) != values:
+            old.open, old.high, old.low, old.close, old.volume = values
+            changed.append(old)
+    if changed:
+        report.updated.append(f"{instrument}: {len(changed)} stored bar(s) corrected")
+    if report.problems or dry_run:
+        return report
+    with transaction.atomic():
+        created = DailyBar.objects.bulk_create(
+            [
+                DailyBar(
+                    instrument=instrument,
+                    date=bar.date,
+                    open=bar.open,
+                    high=bar.high,
+                    low=bar.low,
+                    close=bar.close,
+                    volume=bar.volume,
+                )
+                for bar in new
+            ],
+            batch_size=BATCH_ROWS,
+        )
+        DailyBar.objects.bulk_update(changed, ["open", "high", "low", "close", "volume"], batch_size=BATCH_ROWS)
+        report.written = len(created) + len(changed)
+        tracker = QualityTracker(report.outlier_threshold_pct)
+        label = str(instrument)
+        tracker.start(label, _Sessions(today).index(instrument.exchange))
+        for bar in sorted(bars, key=lambda b: b.date):
+            tracker.add(label, bar.date, bar.close)
+        report.quality = _finish_quality(tracker, {label: instrument})
+        audit_record(
+            actor=actor,
+            actor_label=actor_label,
+            action="import_bar",
+            target=source,
+            details={"written": len(created), "corrected": len(changed), "format": "provider", "symbols": [label]},
+        )
+    return report
+
+
+# --- Instruments ------------------------------------------------------------------------------
+
+_INSTRUMENT_FIELDS = ("name", "sector", "tick_size", "lot_size", "currency", "isin")
+
+
+def import_instruments(
+    path: Path, *, dry_run: bool = False, actor_label: str = "import_instruments", actor: Any = None
+) -> ImportReport:
+    """Instruments from a CSV (symbol, exchange, name, sector, tick_size, lot_size, currency[, isin]):
+    a new (exchange, symbol) is created, a known one updated where the file differs (each change
+    reported), never duplicated. All or nothing, like every import. Files are small (a universe),
+    so the rows are held in memory and written at the end."""
+    report = ImportReport(path=str(path), kind="instrument", dry_run=dry_run)
+    rows = _instrument_rows(path, report)
+    new, changed = _instrument_plan(rows, report)
+    if report.problems or dry_run:
+        return report
+    try:
+        with transaction.atomic():
+            Instrument.objects.bulk_create(new, batch_size=BATCH_ROWS)
+            Instrument.objects.bulk_update(changed, list(_INSTRUMENT_FIELDS), batch_size=BATCH_ROWS)
+            report.written = len(new) + len(changed)
+            audit_record(
+                actor=actor,
+                actor_label=actor_label,
+                action="import_instrument",
+                target=report.path,
+                details={
+                    "created": [f"{i.exchange}:{i.symbol}" for i in new],
+                    "updated": [f"{i.exchange}:{i.symbol}" for i in changed],
+                    "unchanged": len(rows) - len(new) - len(changed),
+                },
+            )
+    except IntegrityError as error:
+        report.written = 0
+        report.add_problem(0, f"conflicting instruments were written concurrently ({error}); nothing was written")
+    return report
+
+
+def _instrument_rows(path: Path, report: ImportReport) -> list[InstrumentRow]:
+    seen: dict[tuple[str, str], int] = {}
+    rows: list[InstrumentRow] = []
+    with _csv_rows(path, file_formats.INSTRUMENT_COLUMNS, report) as records:
+        for line, raw in records or ():
+            try:
+                row = file_formats.parse_instrument(line, raw)
+            except InstrumentRowError as error:
+                report.add_problem(line, str(error))
+                continue
+            key = (row.exchange, row.symbol)
+            if key in seen:
+                report.add_problem(line, f"{row.exchange}:{row.symbol} is listed twice (first on line {seen[key]})")
+                continue
+            seen[key] = line
+            rows.append(row)
+    report.accepted = len(rows)
+    return rows
+
+
+def _instrument_plan(rows: list[InstrumentRow], report: ImportReport) -> tuple[list[Instrument], list[Instrument]]:
+    """The instruments to create and the known ones to update, each reported."""
+    existing = _existing_instruments(rows)
+    new: list[Instrument] = []
+    changed: list[Instrument] = []
+    for row in rows:
+        label = f"{row.exchange}:{row.symbol}"
+        report.instruments.add(label)
+        instrument = existing.get((row.exchange, row.symbol))
+        if instrument is None:
+            new.append(Instrument(symbol=row.symbol, exchange=row.exchange, **_instrument_values(row)))
+            report.created.append(
+                f"{label} (line {row.line}): {row.currency}, tick {row.tick_size}, lot {row.lot_size}"
+            )
+            continue
+        differences = _differences(instrument, row)
+        if differences:
+            for name, value in _instrument_values(row).items():
+                setattr(instrument, name, value)
+            changed.append(instrument)
+            report.updated.append(f"{label} (line {row.line}): {'; '.join(differences)}")
+    return new, changed
+
+
+def _existing_instruments(rows: list[InstrumentRow]) -> dict[tuple[str, str], Instrument]:
+    found: dict[tuple[str, str], Instrument] = {}
+    symbols = {row.symbol for row in rows}
+    for start in range(0, len(symbols), 500):
+        chunk = sorted(symbols)[start : start + 500]
+        for instrument in Instrument.objects.filter(symbol__in=chunk):
+            found[(instrument.exchange, instrument.symbol)] = instrument
+    return found
+
+
+def _instrument_values(row: InstrumentRow) -> dict[str, Any]:
+    return {
+        "name": row.name,
+        "sector": row.sector,
+        "tick_size": row.tick_size,
+        "lot_size": row.lot_size,
+        "currency": row.currency,
+        "isin": row.isin,
+    }
+
+
+def _differences(instrument: Instrument, row: InstrumentRow) -> list[str]:
+    changes = []
+    for name, value in _instrument_values(row).items():
+        old = getattr(instrument, name)
+        if old != value:
+            changes.append(f"{name} {old!s} → {value!s}" if old != "" else f"{name} set to {value!s}")
+    return changes
+
+
+# --- News and fundamentals ----------------------------------------------------------------------
+
+
+def import_news(
+    path: Path, *, dry_run: bool = False, actor_label: str = "import_news", actor: Any = None
+) -> ImportReport:
     """Headlines already stored (same scope and normalised text) are skipped, not refused: feeds
     repeat themselves, and a repeat is not an error in the file."""
     report = ImportReport(path=str(path), kind="news", dry_run=dry_run)
@@ -314,6 +930,8 @@ def import_news(path: Path, *, dry_run: bool = False, actor_label: str = "import
                 first_line[key] = item.line
                 hashes[item.line] = key
                 kept.append((item, instrument))
+                if instrument is not None:
+                    report.instruments.add(str(instrument))
         return kept
 
     def build(item: NewsRow, instrument: Instrument | None) -> NewsItem:
@@ -334,10 +952,12 @@ def import_news(path: Path, *, dry_run: bool = False, actor_label: str = "import
         model=NewsItem,
         symbol_of=lambda item: item.symbol,
     )
-    return _import(path, report, market_csv.NEWS_COLUMNS, kind, actor_label)
+    return _import(path, report, market_csv.NEWS_COLUMNS, kind, actor_label, actor)
 
 
-def import_fundamentals(path: Path, *, dry_run: bool = False, actor_label: str = "import_fundamentals") -> ImportReport:
+def import_fundamentals(
+    path: Path, *, dry_run: bool = False, actor_label: str = "import_fundamentals", actor: Any = None
+) -> ImportReport:
     report = ImportReport(path=str(path), kind="fundamentals", dry_run=dry_run)
 
     def fresh(
@@ -356,6 +976,8 @@ def import_fundamentals(path: Path, *, dry_run: bool = False, actor_label: str =
                 )
             else:
                 kept.append((snapshot, instrument))
+                if instrument is not None:
+                    report.instruments.add(str(instrument))
         return kept
 
     def build(snapshot: FundamentalsRow, instrument: Instrument | None) -> FundamentalsSnapshot:
@@ -370,4 +992,4 @@ def import_fundamentals(path: Path, *, dry_run: bool = False, actor_label: str =
         model=FundamentalsSnapshot,
         symbol_of=lambda snapshot: snapshot.symbol,
     )
-    return _import(path, report, market_csv.FUNDAMENTAL_COLUMNS, kind, actor_label)
+    return _import(path, report, market_csv.FUNDAMENTAL_COLUMNS, kind, actor_label, actor)

@@ -21,6 +21,7 @@ from typing import Any
 
 from django.conf import settings
 
+from trading.market.selectors import adjusted_bar_rows
 from trading.models.market import DailyBar, Instrument, ResearchSignal
 
 __all__ = ["BarSeries", "Reader", "readings", "register_reader", "registered_reader"]
@@ -70,6 +71,8 @@ def bar_series(instrument: Instrument, *, as_of: dt.date, limit: int | None = No
         .values_list(*BAR_FIELDS)[:count]
     )
     rows.reverse()
+    # In the reading day's share units, as the features see them: a split is not a crash.
+    rows = adjusted_bar_rows(instrument, rows, as_of=as_of)
     return BarSeries(
         symbol=instrument.symbol,
         tick=instrument.tick_size,

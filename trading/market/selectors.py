@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, TypedDict
@@ -14,7 +15,15 @@ from django.db.models import Count, Max, Min, OuterRef, Q, QuerySet, Subquery
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
-from trading.models.market import DailyBar, FundamentalsSnapshot, Instrument, MacroIndicator, NewsItem
+from trading.market.domain.adjust import ShareChange, adjust_frame, cumulative_factors
+from trading.models.market import (
+    CorporateAction,
+    DailyBar,
+    FundamentalsSnapshot,
+    Instrument,
+    MacroIndicator,
+    NewsItem,
+)
 from vocabulary.features import FundamentalsInput, MacroReading, NewsInput
 
 if TYPE_CHECKING:
@@ -22,8 +31,10 @@ if TYPE_CHECKING:
 
 BAR_COLUMNS = ["open", "high", "low", "close", "volume"]
 
+
 def desk_tz() -> ZoneInfo:
     return ZoneInfo(settings.TIME_ZONE)
+
 
 def instrument_by_symbol(symbol: str) -> Instrument:
     """``EXCH:SYM`` or a bare symbol (the first exchange alphabetically when listed twice). A
@@ -37,8 +48,55 @@ def instrument_by_symbol(symbol: str) -> Instrument:
         queryset = queryset.filter(exchange=exchange)
     return get_object_or_404(queryset.order_by("exchange")[:1])
 
-def bars_frame(instrument: Instrument, *, as_of: dt.date | None = None, limit: int | None = None) -> pd.DataFrame:
-    """Bars on or before ``as_of`` (the last ``limit`` of them), oldest first, as floats."""
+
+def share_changes(instrument: Instrument | int, *, as_of: dt.date | None = None) -> list[ShareChange]:
+    """The instrument's splits and bonuses with an ex-date on or before ``as_of`` (all when None)."""
+    actions = CorporateAction.objects.filter(
+        instrument=instrument, kind__in=[CorporateAction.Kind.SPLIT, CorporateAction.Kind.BONUS]
+    )
+    if as_of is not None:
+        actions = actions.filter(ex_date__lte=as_of)
+    return [
+        ShareChange(ex_date=ex_date, ratio_old=old, ratio_new=new)
+        for ex_date, old, new in actions.order_by("ex_date").values_list("ex_date", "ratio_old", "ratio_new")
+        if old and new
+    ]
+
+
+BarRow = tuple[dt.date, Decimal, Decimal, Decimal, Decimal, int]
+_STORED_PRICE = Decimal("0.0001")
+
+
+def adjusted_bar_rows(instrument: Instrument | int, rows: Sequence[BarRow], *, as_of: dt.date | None) -> list[BarRow]:
+    """Stored bar rows ``(date, open, high, low, close, volume)``, oldest first, in the share units
+    of the reading day: the same split and bonus adjustment as ``bars_frame``, kept in Decimal for
+    readers that take the stored prices. One query for the instrument's share changes."""
+    if not rows:
+        return list(rows)
+    changes = share_changes(instrument, as_of=as_of)
+    if not changes:
+        return list(rows)
+    factors = cumulative_factors([row[0] for row in rows], changes, as_of=as_of)
+    adjusted: list[BarRow] = []
+    for (day, *prices, volume), factor in zip(rows, factors, strict=True):
+        if factor == 1.0:
+            adjusted.append((day, *prices, volume))  # type: ignore[arg-type]
+            continue
+        scale = Decimal(repr(factor))
+        bar_open, high, low, close = ((price / scale).quantize(_STORED_PRICE) for price in prices)
+        adjusted.append((day, bar_open, high, low, close, round(volume * factor)))
+    return adjusted
+
+
+def bars_frame(
+    instrument: Instrument, *, as_of: dt.date | None = None, limit: int | None = None, adjusted: bool = True
+) -> pd.DataFrame:
+    """Bars on or before ``as_of`` (the last ``limit`` of them), oldest first, as floats.
+
+    Adjusted for the splits and bonuses known on the reading day (``as_of``, else the last bar):
+    a bar before an ex-date reads in the new share units (``trading.market.domain.adjust``), so
+    features, ATR, levels and charts never see a split as a crash. ``adjusted=False`` reads the
+    prices as stored (what the exchange printed that day)."""
     queryset = DailyBar.objects.filter(instrument=instrument)
     if as_of is not None:
         queryset = queryset.filter(date__lte=as_of)
@@ -48,8 +106,12 @@ def bars_frame(instrument: Instrument, *, as_of: dt.date | None = None, limit: i
     rows = list(queryset.values_list("date", *BAR_COLUMNS))
     rows.reverse()
     frame = pd.DataFrame(rows, columns=["date", *BAR_COLUMNS])
-    frame = frame.set_index("date")
-    return frame.astype(float)
+    frame = frame.set_index("date").astype(float)
+    if not adjusted or frame.empty:
+        return frame
+    reading_day = as_of if as_of is not None else rows[-1][0]
+    return adjust_frame(frame, share_changes(instrument, as_of=reading_day), as_of=reading_day)
+
 
 def news_inputs(instrument: Instrument, *, as_of: dt.date, lookback_days: int) -> list[NewsInput]:
     """Headlines about the instrument or the whole market published by the end of ``as_of``."""
@@ -72,8 +134,10 @@ def news_inputs(instrument: Instrument, *, as_of: dt.date, lookback_days: int) -
         for headline, source, published_at, instrument_id in items
     ]
 
+
 def _as_float(value: Decimal | None) -> float | None:
     return None if value is None else float(value)
+
 
 def fundamentals_input(instrument: Instrument, *, as_of: dt.date) -> FundamentalsInput | None:
     snapshot = FundamentalsSnapshot.objects.filter(instrument=instrument, as_of__lte=as_of).order_by("-as_of").first()
@@ -88,6 +152,7 @@ def fundamentals_input(instrument: Instrument, *, as_of: dt.date) -> Fundamental
         revenue_growth_pct=_as_float(snapshot.revenue_growth_pct),
         net_margin_pct=_as_float(snapshot.net_margin_pct),
     )
+
 
 def macro_readings(*, as_of: dt.date, limit: int = 5) -> list[MacroReading]:
     """The latest reading of each macro series on or before ``as_of`` with its change since the one before."""
@@ -111,6 +176,7 @@ def macro_readings(*, as_of: dt.date, limit: int = 5) -> list[MacroReading]:
         )
     return readings
 
+
 @dataclass(frozen=True)
 class InstrumentRow:
     instrument: Instrument
@@ -124,6 +190,7 @@ class InstrumentRow:
         if self.last_close is None or not self.prev_close:
             return None
         return float((self.last_close - self.prev_close) / self.prev_close * 100)
+
 
 class _LatestBars(TypedDict):
     """What ``instrument_rows`` annotates each instrument with."""
@@ -153,6 +220,7 @@ def instrument_rows() -> list[InstrumentRow]:
         )
         for i in instruments
     ]
+
 
 def bar_dates(instrument: Instrument) -> tuple[dt.date | None, dt.date | None]:
     bounds = DailyBar.objects.filter(instrument=instrument).aggregate(first=Min("date"), last=Max("date"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -36,17 +37,24 @@ def conformal_settings() -> ConformalSettings:
     )
 
 
-def universe_residuals(*, instrument: Instrument, as_of: dt.date, config: BundleSettings) -> list[float]:
+def universe_residuals(
+    *, instrument: Instrument, as_of: dt.date, config: BundleSettings, source: Any = None
+) -> list[float]:
     """The most recent past forecast residuals of every other active instrument, pooled by the
     date each became known, strictly as of ``as_of`` (each instrument's bars are cut there), at
     most the buffer's size. Read only when ``instrument`` has too few residuals of its own."""
     conformal = config.conformal
     if conformal is None:
         return []
+    source = source or selectors
     limit = int(settings.DESK["FEATURE_LOOKBACK_BARS"])
     pooled: list[tuple[dt.date, str, float]] = []
-    for other in Instrument.objects.filter(is_active=True).exclude(pk=instrument.pk).order_by("symbol"):
-        frame = selectors.bars_frame(other, as_of=as_of, limit=limit)
+    if source is selectors:
+        others = list(Instrument.objects.filter(is_active=True).exclude(pk=instrument.pk).order_by("symbol"))
+    else:
+        others = source.active_others(instrument)
+    for other in others:
+        frame = source.bars_frame(other, as_of=as_of, limit=limit)
         if frame.empty or "close" not in frame:
             continue
         dates = [day.date() if hasattr(day, "date") else day for day in frame.index]
@@ -61,21 +69,25 @@ def universe_residuals(*, instrument: Instrument, as_of: dt.date, config: Bundle
     return [residual for _, _, residual in pooled[-conformal.buffer_size :]]
 
 
-def feature_bundle_for(*, instrument: Instrument, as_of: dt.date) -> FeatureBundle:
+def feature_bundle_for(*, instrument: Instrument, as_of: dt.date, source: Any = None) -> FeatureBundle:
     """Stage 1 for one instrument: every input is read strictly as of ``as_of``.
 
-    Raises ``NoPriceData`` when the instrument has no bar on or before that date."""
+    ``source`` answers the selectors' questions (``bars_frame``, ``news_inputs``,
+    ``fundamentals_input``, ``macro_readings``, ``desk_tz``) with their signatures and answers: by
+    default the selectors themselves; a replay passes its ``ReplayCache``, which read the window's
+    data once. Raises ``NoPriceData`` when the instrument has no bar on or before that date."""
+    source = source or selectors
     config = bundle_settings()
     return ensure_feature_bundle(
         symbol=instrument.symbol,
         as_of=as_of,
-        bars=selectors.bars_frame(instrument, as_of=as_of, limit=int(settings.DESK["FEATURE_LOOKBACK_BARS"])),
-        news=selectors.news_inputs(instrument, as_of=as_of, lookback_days=config.news_lookback_days),
-        fundamentals=selectors.fundamentals_input(instrument, as_of=as_of),
-        macro=selectors.macro_readings(as_of=as_of, limit=int(settings.DESK["MACRO_LIMIT"])),
-        tz=selectors.desk_tz(),
+        bars=source.bars_frame(instrument, as_of=as_of, limit=int(settings.DESK["FEATURE_LOOKBACK_BARS"])),
+        news=source.news_inputs(instrument, as_of=as_of, lookback_days=config.news_lookback_days),
+        fundamentals=source.fundamentals_input(instrument, as_of=as_of),
+        macro=source.macro_readings(as_of=as_of, limit=int(settings.DESK["MACRO_LIMIT"])),
+        tz=source.desk_tz(),
         config=config,
-        universe_residuals=lambda: universe_residuals(instrument=instrument, as_of=as_of, config=config),
+        universe_residuals=lambda: universe_residuals(instrument=instrument, as_of=as_of, config=config, source=source),
     )
 
 

@@ -8,8 +8,9 @@ from django.shortcuts import render
 
 from trading import edge
 from trading.health.probes import health_report
-from trading.market import charts, presenters, selectors, services
+from trading.market import charts, imports, presenters, selectors, services
 from trading.market.domain.features import NoPriceData
+from trading.models import Instrument
 
 
 def dashboard(request: HttpRequest) -> HttpResponse:
@@ -33,6 +34,15 @@ def _requested_as_of(request: HttpRequest, last: dt.date | None) -> tuple[dt.dat
         return last, f"{problem}; showing the latest bar instead.", 400
 
 
+def _quality_context(instrument: Instrument, last: dt.date | None) -> dict[str, object]:
+    """The data-quality panel: the same checks an import reports, over the stored bars."""
+    if last is None:
+        return {}
+    quality = imports.instrument_quality(instrument)
+    threshold = imports.outlier_threshold_pct()
+    return {"quality": quality, "quality_lines": quality.lines(threshold), "quality_threshold": threshold}
+
+
 def instrument_detail(request: HttpRequest, symbol: str) -> HttpResponse:
     instrument = selectors.instrument_by_symbol(symbol)
     first, last = selectors.bar_dates(instrument)
@@ -47,7 +57,7 @@ def instrument_detail(request: HttpRequest, symbol: str) -> HttpResponse:
             bars = selectors.bars_frame(
                 instrument, as_of=as_of, limit=int(settings.DESK["FEATURE_LOOKBACK_BARS"]) + 260
             )
-            chart = charts.price_chart(bars, symbol=instrument.symbol)
+            chart = charts.price_chart(bars, symbol=instrument.symbol, currency=instrument.currency)
     return render(
         request,
         "trading/instrument.html",
@@ -59,7 +69,8 @@ def instrument_detail(request: HttpRequest, symbol: str) -> HttpResponse:
             "problem": problem,
             "bundle": bundle,
             "chart": chart,
-            **(presenters.bundle_context(bundle) if bundle else {}),
+            **_quality_context(instrument, last),
+            **(presenters.bundle_context(bundle, currency=instrument.currency) if bundle else {}),
         },
         status=status,
     )

@@ -57,7 +57,8 @@ class DailyBar(models.Model):
                 condition=Q(close__gte=F("low"), close__lte=F("high")), name="bar_close_within_range"
             ),
             models.CheckConstraint(condition=Q(open__gte=F("low"), open__lte=F("high")), name="bar_open_within_range"),
-            models.CheckConstraint(condition=Q(volume__gt=0), name="bar_volume_positive"),
+            # An index has no volume of its own: zero is a reading, a negative one is garbage.
+            models.CheckConstraint(condition=Q(volume__gte=0), name="bar_volume_not_negative"),
         ]
 
     def __str__(self) -> str:

@@ -19,7 +19,7 @@ import socket
 import threading
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
@@ -57,6 +57,9 @@ class RunLease:
     run_id: int
     owner: str
     seconds: int
+    # Set when the run's ending cleared this lease with its own write (``ended``): releasing it
+    # afterwards could match no row, so it is not even asked.
+    finished: threading.Event = field(default_factory=threading.Event, compare=False, repr=False)
 
     @classmethod
     def for_this_attempt(cls, run_id: int) -> RunLease:
@@ -87,9 +90,24 @@ class RunLease:
         if not self.renew():
             raise LeaseLost(f"run {self.run_id} is no longer held by {self.owner}")
 
+    def ended(self) -> None:
+        """The run's ending, written while this lease held it, cleared the lease."""
+        self.finished.set()
+
     def release(self) -> None:
         """Let the next attempt claim the run at once (a no-op when finished or taken over)."""
+        if self.finished.is_set():
+            return
         PipelineRun.objects.filter(pk=self.run_id, lease_owner=self.owner).update(lease_owner="", lease_expires_at=None)
+
+
+class ExclusiveLease(RunLease):
+    """The lease of a run nobody else can see: made and executed inside one transaction of this
+    process (a replay day). It is taken and released as any lease, so the run's row ends the same,
+    but holding it needs no renewal before each write: no other executor can take it over."""
+
+    def hold(self) -> None:
+        return None
 
 
 def owner_is_dead_here(owner: str) -> bool:

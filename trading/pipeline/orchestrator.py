@@ -11,7 +11,9 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -49,6 +51,7 @@ from trading.models import (
     StageRun,
     Strategy,
     StrategyDirective,
+    StrategyRun,
     Thesis,
 )
 from trading.models.pipeline import STAGES
@@ -66,6 +69,7 @@ from trading.pipeline.domain.levels import ThesisInvalid, anchor_levels, validat
 from trading.pipeline.leases import (
     LIVE_STATUSES,
     AttemptKeeper,
+    ExclusiveLease,
     LeaseLost,
     RunLease,
     WakingRecorder,
@@ -109,7 +113,47 @@ def run_group(run_id: int) -> str:
     return f"run-{run_id}"
 
 
+@dataclass(frozen=True)
+class ReplayRuns:
+    """How a history replay's runs execute in this context: their stage inputs read from
+    ``source`` (a ``ReplayCache``, with the selectors' questions and answers) and, when ``quiet``,
+    no channel events (nobody watches a replay's run page while it runs; the rows are the same)."""
+
+    source: Any = None
+    quiet: bool = False
+    # The day's runs are made and executed inside one transaction of this process (nobody else can
+    # see them, let alone claim them, until it commits): no lease renewal is needed between stages,
+    # and a stage row cannot exist before its stage starts.
+    exclusive: bool = False
+    # The replay's account, found once: its runs would each look it up by name several times. Only
+    # its id, name, currency and limits are read from it (its cash is read under its lock).
+    account: Account | None = None
+
+
+_replay_runs: ContextVar[ReplayRuns | None] = ContextVar("replay_runs", default=None)
+
+
+@contextmanager
+def replay_runs(mode: ReplayRuns) -> Iterator[None]:
+    token = _replay_runs.set(mode)
+    try:
+        yield
+    finally:
+        _replay_runs.reset(token)
+
+
+def _account_of(run: PipelineRun) -> Account:
+    """``account_for_run``, or the replay's account its mode holds."""
+    mode = _replay_runs.get()
+    if mode is not None and mode.account is not None and run.is_replay:
+        return mode.account
+    return account_for_run(run)
+
+
 def _publish(run: PipelineRun, kind: str, **data: Any) -> None:
+    mode = _replay_runs.get()
+    if mode is not None and mode.quiet:
+        return
     publish(DeskEvent(kind=kind, data={"run_id": run.pk, **data}), group=run_group(run.pk))
 
 
@@ -117,8 +161,16 @@ def _publish(run: PipelineRun, kind: str, **data: Any) -> None:
 
 
 def pipeline_run_create(
-    *, instrument: Instrument, as_of: dt.date, provider: str, user: User | AnonymousUser | None = None
+    *,
+    instrument: Instrument,
+    as_of: dt.date,
+    provider: str,
+    user: User | AnonymousUser | None = None,
+    strategy_run: StrategyRun | None = None,
+    is_replay: bool = False,
 ) -> PipelineRun:
+    """A queued run. A strategy's daily loop (a replay's too) names its ``strategy_run``, stored
+    with the row itself rather than by a second write."""
     if provider not in PROVIDERS:
         raise ValueError(f"unknown provider {provider!r}; choose one of {', '.join(PROVIDERS)}")
     require_priced(provider)
@@ -127,6 +179,8 @@ def pipeline_run_create(
         as_of=as_of,
         provider=provider,
         created_by=user if user and user.is_authenticated else None,
+        strategy_run=strategy_run,
+        is_replay=is_replay,
     )
     audit_record(
         actor=user,
@@ -168,7 +222,8 @@ def _claim(run_id: int, lease: RunLease) -> PipelineRun | None:
             reason=f"the lease of {seen.lease_owner} expired at {seen.lease_expires_at:%Y-%m-%d %H:%M:%S}",
             details={"owner": lease.owner, "previous": seen.lease_owner},
         )
-    return PipelineRun.objects.select_related("instrument").get(pk=run_id)
+    # The instrument and the strategy (run) are read by every stage: one query, not three.
+    return PipelineRun.objects.select_related("instrument", "strategy_run__strategy").get(pk=run_id)
 
 
 def run_give_up(run: PipelineRun) -> bool:
@@ -205,6 +260,7 @@ def _finish(run: PipelineRun, status: str, reason: str, lease: RunLease) -> None
     )
     if not finished:
         raise LeaseLost(f"run {run.pk} is no longer held by {lease.owner}")
+    lease.ended()  # the ending cleared the lease: releasing it again would change nothing
     run.status, run.failure_reason = status, reason
     _publish(run, "run.finished", status=status, reason=reason)
 
@@ -255,7 +311,9 @@ class RunContext:
 
 def _stage_features(ctx: RunContext) -> FeaturesOutput:
     try:
-        bundle = services.feature_bundle_for(instrument=ctx.run.instrument, as_of=ctx.run.as_of)
+        mode = _replay_runs.get()
+        source = mode.source if mode is not None else None
+        bundle = services.feature_bundle_for(instrument=ctx.run.instrument, as_of=ctx.run.as_of, source=source)
     except NoPriceData as error:
         raise StageFailed(str(error)) from None
     return FeaturesOutput(bundle=bundle)
@@ -320,7 +378,7 @@ def _stage_context(ctx: RunContext) -> ContextOutput:
     instrument = ctx.run.instrument
     # A replay's run reads its own replay's lessons beside the live ones; a live run, live ones only.
     # Named here from the run itself, so a replay run resumed by any worker reads the same memory.
-    replay_account = account_for_run(ctx.run).pk if ctx.run.is_replay else None
+    replay_account = _account_of(ctx.run).pk if ctx.run.is_replay else None
     hits = recording.memory_search(
         _memory_query(instrument, ctx.bundle),
         symbol=instrument.symbol,
@@ -531,7 +589,7 @@ def _stage_risk(ctx: RunContext) -> RiskOutput:
     trader = _finished(ctx.outputs.trader, "trader")
     thesis = trader.thesis
     with transaction.atomic():
-        account = account_lock(account_for_run(run).pk)
+        account = account_lock(_account_of(run).pk)
         if instrument.currency != account.currency:
             # The limits are in the account's money; without an exchange rate a USD price against
             # rupee capital would size the trade wrong by the whole rate.
@@ -616,24 +674,28 @@ def _analysts_rows(ctx: RunContext, output: AnalystsOutput) -> None:
     """One row per note (a failed analyst has none), with code's check of the numbers it cites, and
     the playbook heuristics each note cites."""
     records: dict[str, AnalystNoteRecord] = {}
+    mode = _replay_runs.get()
+    fresh = mode is not None and mode.exclusive  # no row can exist yet: one insert for them all
     for role, note in output.notes.items():
         check = output.citations.get(role)
         citations = [] if check is None else [citation.model_dump(mode="json") for citation in check.citations]
-        records[role], _ = AnalystNoteRecord.objects.update_or_create(
-            run=ctx.run,
-            role=role,
-            defaults={
-                "stance": _unit(note.stance),
-                "confidence": _unit(note.confidence),
-                "abstained": note.abstained,
-                "summary": note.summary,
-                "evidence": list(note.evidence),
-                "citations": citations,
-                "citation_mismatches": 0 if check is None else check.mismatches,
-                "citations_verified": sum(1 for citation in citations if citation["ok"]),
-                "model_used": note.model_used,
-            },
-        )
+        fields = {
+            "stance": _unit(note.stance),
+            "confidence": _unit(note.confidence),
+            "abstained": note.abstained,
+            "summary": note.summary,
+            "evidence": list(note.evidence),
+            "citations": citations,
+            "citation_mismatches": 0 if check is None else check.mismatches,
+            "citations_verified": sum(1 for citation in citations if citation["ok"]),
+            "model_used": note.model_used,
+        }
+        if fresh:
+            records[role] = AnalystNoteRecord(run=ctx.run, role=role, **fields)
+        else:
+            records[role], _ = AnalystNoteRecord.objects.update_or_create(run=ctx.run, role=role, defaults=fields)
+    if fresh and records:
+        AnalystNoteRecord.objects.bulk_create(records.values())
     citations_store(
         run=ctx.run,
         texts_by_role={role: note_texts(note) for role, note in output.notes.items()},
@@ -646,18 +708,20 @@ def _debate_rows(ctx: RunContext, output: DebateOutput) -> None:
     """The debate as code calibrated it: the conviction stored is the calibrated one, the
     manager's own number beside it for audit."""
     calibration = output.calibration
-    DebateRecord.objects.update_or_create(
-        run=ctx.run,
-        defaults={
-            "winner": output.result.winner,
-            "proposed_conviction": _unit(calibration.proposed),
-            "conviction": _unit(calibration.conviction),
-            "opposing": calibration.opposing,
-            "side_taking": calibration.side_taking,
-            "opposing_share": _unit(calibration.opposing_share),
-            "rationale": output.result.manager_rationale,
-        },
-    )
+    fields = {
+        "winner": output.result.winner,
+        "proposed_conviction": _unit(calibration.proposed),
+        "conviction": _unit(calibration.conviction),
+        "opposing": calibration.opposing,
+        "side_taking": calibration.side_taking,
+        "opposing_share": _unit(calibration.opposing_share),
+        "rationale": output.result.manager_rationale,
+    }
+    mode = _replay_runs.get()
+    if mode is not None and mode.exclusive:
+        DebateRecord.objects.create(run=ctx.run, **fields)  # no row can exist yet
+    else:
+        DebateRecord.objects.update_or_create(run=ctx.run, defaults=fields)
     citations_store(
         run=ctx.run,
         texts_by_role={
@@ -685,7 +749,21 @@ STAGE_ROWS: dict[str, Callable[[RunContext, Any], None]] = {
 # --- running ------------------------------------------------------------------------------------
 
 
+def _stage_transaction() -> transaction.Atomic:
+    """A finished stage's writes, all or nothing. In a replay day's transaction (``exclusive``)
+    any error there ends the day, which rolls back as one: a savepoint per stage would only cost
+    two statements each time. (Not for a stage's own work: a stage that fails is recorded as
+    failed and the run goes on to its ending, so its writes need their savepoint.)"""
+    mode = _replay_runs.get()
+    return transaction.atomic(savepoint=not (mode is not None and mode.exclusive))
+
+
 def _start_stage(run: PipelineRun, stage: str, lease: RunLease) -> StageRun:
+    mode = _replay_runs.get()
+    if mode is not None and mode.exclusive:
+        return StageRun.objects.create(
+            run=run, stage=stage, position=STAGES.index(stage), status=StageRun.Status.RUNNING
+        )
     with transaction.atomic():
         lease.hold()
         record, created = StageRun.objects.get_or_create(
@@ -707,7 +785,7 @@ def _complete_stage(ctx: RunContext, record: StageRun, output: StageOutput) -> S
     # The calls first, in their own transaction: they were made (and paid for) whether or not this
     # attempt still holds the run.
     ctx.recorder.flush()
-    with transaction.atomic():
+    with _stage_transaction():
         ctx.lease.hold()
         StageRun.objects.filter(pk=record.pk).update(
             status=StageRun.Status.DONE, output=stored, finished_at=timezone.now(), error=""
@@ -741,7 +819,8 @@ def pipeline_run_execute(run_id: int, *, stop_after: str | None = None) -> Pipel
     writing when its lease was taken over); None when it is gone.
 
     ``stop_after`` ends the call after that stage as if the process had died there (tests)."""
-    lease = RunLease.for_this_attempt(run_id)
+    mode = _replay_runs.get()
+    lease = (ExclusiveLease if mode is not None and mode.exclusive else RunLease).for_this_attempt(run_id)
     run = _claim(run_id, lease)
     if run is None:
         return PipelineRun.objects.filter(pk=run_id).first()
@@ -772,6 +851,9 @@ def _finished_outputs(run: PipelineRun, lease: RunLease) -> RunOutputs | None:
     """The stages an earlier attempt finished, read back (never run again); None when one of them
     does not read as its stage's shape (a newer desk's row): the run has then failed with why, as
     no later attempt would read it better."""
+    mode = _replay_runs.get()
+    if mode is not None and mode.exclusive:
+        return RunOutputs.from_stored({})  # made a moment ago in this transaction: no stage has run
     stored = StageRun.objects.filter(run=run, status=StageRun.Status.DONE).values_list("stage", "output")
     try:
         return RunOutputs.from_stored(dict(stored))
@@ -812,7 +894,7 @@ def _run_snapshot(run: PipelineRun, choice: ModelChoice) -> RunSnapshot:
     """What the run uses, as it stands now: its account, the limits in force (the account's,
     tightened or loosened by the strategy), the strategy's mandate and the critique directives in
     force (which its context stage shows the agents), the provider and models."""
-    account, strategy = account_for_run(run), _strategy_of(run)
+    account, strategy = _account_of(run), _strategy_of(run)
     limits = dataclasses.asdict(risk_limits(account, strategy))
     return RunSnapshot(
         account=account.name,
@@ -877,7 +959,7 @@ def _execute(
     done = _finished_outputs(run, lease)
     if done is None:
         return run
-    if not done.has("risk") and (held := _held(run, account_for_run(run))):
+    if not done.has("risk") and (held := _held(run, _account_of(run))):
         # Checked first so a busy instrument costs no model call; checked again under the lock.
         _finish(run, PipelineRun.Status.HELD, held, lease)
         return run
@@ -885,7 +967,14 @@ def _execute(
     if choice is None:
         return run
     _snapshot_once(run, lease, choice)
-    budget = recording.RunBudget(run_id=run.pk, recorder=recorder, provider=run.provider)
+    mode = _replay_runs.get()
+    budget = recording.RunBudget(
+        run_id=run.pk,
+        recorder=recorder,
+        provider=run.provider,
+        # Made a moment ago in this transaction: no call of it is stored yet.
+        fresh=mode is not None and mode.exclusive,
+    )
     ctx = RunContext(run=run, choice=choice, recorder=recorder, budget=budget, outputs=done, lease=lease)
     for stage in [stage for stage in STAGES if not done.has(stage)]:
         progress.stage = stage
@@ -1005,7 +1094,9 @@ def _requeue(run: PipelineRun, *, queue: str | None, why: str) -> bool:
 __all__ = [
     "PROVIDERS",
     "STAGES",
+    "ReplayRuns",
     "pipeline_run_create",
     "pipeline_run_execute",
+    "replay_runs",
     "run_group",
 ]

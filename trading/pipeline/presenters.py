@@ -6,14 +6,17 @@ Formatting only: every figure shown was computed by a stage and stored with it.
 
 from __future__ import annotations
 
+import datetime as dt
+import re
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from agents.domain.citations import mismatch_warnings
 from agents.roles import AnalystNote
-from trading.models.book import Thesis
+from trading.models.book import Order, Position, Thesis
 from trading.models.pipeline import STAGES, PipelineRun, StageRun
-from trading.pipeline.outputs import RiskDecisionOutput, RunOutputs
+from trading.pipeline.outputs import DebateOutput, RiskDecisionOutput, RunOutputs
 from vocabulary.money import format_money
 
 ANALYST_ORDER = ("news", "sentiment", "technical", "fundamental")
@@ -26,6 +29,7 @@ __all__ = [
     "run_context",
     "run_outputs",
     "run_summary_lines",
+    "thesis_box",
 ]
 
 
@@ -174,3 +178,103 @@ def interpretation_hints(context: dict, thesis: Thesis) -> list[str]:
         hints.append("Low conviction: the debate was close or the panel diverged. Think twice.")
     hints.append("Stop and target come from ATR (stop ≈ 2×ATR, target 2R): that is the volatility talking.")
     return hints
+
+
+# --- the thesis page's top box --------------------------------------------------------------------
+
+HUNDRED = Decimal(100)
+WHY_LIMIT = 300  # one line of why: the verdict's first sentence, cut if a model wrote a long one
+
+
+def _percent_from(entry: Decimal, level: Decimal) -> Decimal:
+    """The move from the entry to a level, in percent of the entry, with its sign (-5.00: 5 % below)."""
+    return ((level - entry) / entry * HUNDRED).quantize(Decimal("0.01")) if entry else Decimal(0)
+
+
+@dataclass(frozen=True)
+class Fill:
+    price: Decimal
+    on: dt.date | None
+    costs: Decimal
+
+
+@dataclass(frozen=True)
+class Exit:
+    price: Decimal
+    on: dt.date | None
+    reason: str
+    comment: str
+
+
+@dataclass(frozen=True)
+class ThesisBox:
+    """What a person reads first on a thesis: the money at stake, the geometry, and one line of why;
+    once traded, the fill, the exit and the PnL. Every figure is the stored row's or computed from it."""
+
+    currency: str
+    at_risk: Decimal
+    notional: Decimal
+    reward_risk: Decimal | None
+    pct_to_stop: Decimal
+    pct_to_target: Decimal
+    why: str
+    fill: Fill | None = None
+    exit: Exit | None = None
+    pnl: Decimal | None = None
+    pnl_is_realised: bool = False
+    dividends: Decimal = Decimal(0)
+
+
+# A sentence ends at . ! or ? followed by a space, so "2450.50" does not split a price.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+
+
+def _why(debate: DebateOutput | None) -> str:
+    """The manager's verdict in one sentence (model-written: the template escapes it)."""
+    if debate is None:
+        return ""
+    sentence = _SENTENCE_END.split(" ".join(debate.result.manager_rationale.split()), maxsplit=1)[0]
+    return sentence if len(sentence) <= WHY_LIMIT else f"{sentence[: WHY_LIMIT - 1].rstrip()}…"
+
+
+def thesis_box(
+    thesis: Thesis, debate: DebateOutput | None, *, order: Order | None = None, position: Position | None = None
+) -> ThesisBox:
+    """The top box. Reward:risk is the target's distance over the stop's from the entry; the
+    percentages are the price moves from the entry to each level, signed (a LONG's stop below is
+    negative, a SHORT's above positive). The PnL is the realised one once closed (net of costs and
+    with dividends), the marked unrealised one while open."""
+    entry, stop, target = thesis.entry, thesis.stop, thesis.target
+    risk = abs(entry - stop)
+    box = ThesisBox(
+        currency=thesis.instrument.currency,
+        at_risk=thesis.risk_amount,
+        notional=thesis.notional,
+        reward_risk=(abs(target - entry) / risk).quantize(Decimal("0.01")) if risk else None,
+        pct_to_stop=_percent_from(entry, stop),
+        pct_to_target=_percent_from(entry, target),
+        why=_why(debate),
+    )
+    if order is None or order.fill_price is None:
+        return box
+    fill = Fill(price=order.fill_price, on=order.filled_on, costs=order.costs_total)
+    if position is None:
+        return ThesisBox(**{**box.__dict__, "fill": fill})
+    closed = position.status == Position.Status.CLOSED and position.exit_price is not None
+    exit_ = (
+        Exit(
+            price=position.exit_price, on=position.closed_on, reason=position.exit_reason, comment=position.exit_comment
+        )
+        if closed and position.exit_price is not None
+        else None
+    )
+    return ThesisBox(
+        **{
+            **box.__dict__,
+            "fill": fill,
+            "exit": exit_,
+            "pnl": position.realised_pnl if closed else position.unrealised_pnl,
+            "pnl_is_realised": closed,
+            "dividends": position.dividends,
+        }
+    )

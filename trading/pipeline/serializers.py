@@ -3,7 +3,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from django.contrib.humanize.templatetags.humanize import intcomma
 from django.http import QueryDict
+from django.template.defaultfilters import date as date_label
+from django.template.defaultfilters import floatformat
+from django.urls import reverse
+from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -11,6 +16,7 @@ from agents.providers.factory import PROVIDERS
 from trading.models import PipelineRun
 from trading.pipeline.outputs import STAGE_OUTPUTS
 from trading.pipeline.presenters import run_outputs
+from trading.pipeline.selectors import RunRow
 from trading.pipeline.start import MAX_SYMBOL_CHARS, MAX_SYMBOLS, run_request
 
 
@@ -72,10 +78,31 @@ class RunDetailOutput(RunOutput):
     def get_outputs(self, run: PipelineRun) -> dict[str, dict[str, Any]]:
         return run_outputs(run).stored()
 
-    def get_totals(self, run: PipelineRun) -> dict[str, str]:
+    @extend_schema_field(
+        {
+            "type": "object",
+            "properties": {
+                "calls": {"type": "integer"},
+                "input_tokens": {"type": "integer"},
+                "output_tokens": {"type": "integer"},
+                "cost": {
+                    "type": "number",
+                    "description": "the model calls' cost in the price table's currency (USD by default)",
+                },
+            },
+        }
+    )
+    def get_totals(self, run: PipelineRun) -> dict[str, int | float]:
         from agents.recording import run_totals
 
-        return {key: str(value) for key, value in run_totals(run).items()}
+        totals = run_totals(run)
+        return {
+            "calls": int(totals["calls"]),
+            "input_tokens": int(totals["input_tokens"]),
+            "output_tokens": int(totals["output_tokens"]),
+            # A JSON number: the stored cost has six decimals, which a double holds as written.
+            "cost": float(totals["cost"]),
+        }
 
 
 class RunStartInput(serializers.Serializer):
@@ -103,3 +130,39 @@ class RunStartInput(serializers.Serializer):
         symbols = data.getlist("symbols") if isinstance(data, QueryDict) else data.get("symbols")
         checked = run_request(symbols=symbols, as_of=data.get("as_of"), provider=data.get("provider"))
         return {"instruments": checked.instruments, "as_of": checked.as_of, "provider": checked.provider}
+
+
+def run_row_json(row: RunRow) -> dict[str, Any]:
+    """One line of the runs list as its live updates redraw it, formatted as the page formats it
+    (the page's static script only places these strings; it formats nothing)."""
+    run = row.run
+    thesis = getattr(run, "thesis", None)  # the reverse one-to-one: absent, not None, without one
+    strategy_run = run.strategy_run
+    return {
+        "id": run.pk,
+        "url": reverse("run_detail", args=[run.pk]),
+        "symbol": run.instrument.symbol,
+        "as_of": date_label(run.as_of, "d M Y"),
+        "provider": run.provider,
+        "status": run.status,
+        "failure_reason": run.failure_reason,
+        "is_replay": run.is_replay,
+        "strategy": None
+        if strategy_run is None
+        else {
+            "name": strategy_run.strategy.name,
+            "url": f"{reverse('strategy_list')}#strategy-{strategy_run.strategy_id}",
+        },
+        "thesis": None
+        if thesis is None
+        else {
+            "id": thesis.pk,
+            "url": reverse("thesis_detail", args=[thesis.pk]),
+            "label": f"{thesis.direction} · {floatformat(thesis.conviction, 2)}",
+            "risk_approved": thesis.risk_approved,
+        },
+        "tokens": row.tokens,
+        "tokens_label": intcomma(row.tokens),
+        "started": date_label(timezone.localtime(run.created_at), "d M H:i"),
+        "finished": run.is_finished,
+    }

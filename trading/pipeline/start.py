@@ -18,7 +18,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from agents.clients import PROVIDERS, require_priced
+from agents.clients import PROVIDERS, provider_unavailable, require_configured, require_priced
 from trading import edge
 from trading.models import DailyBar, Instrument, PipelineRun
 from trading.pipeline.dispatch import QueueUnavailable, run_send
@@ -155,7 +155,8 @@ def _provider(provider: object, problems: list[str]) -> str:
     try:
         chosen = edge.parse_choice(provider, "provider", PROVIDERS)
         require_priced(chosen)
-    except ValueError as problem:  # InputInvalid, or a paid model without a price
+        require_configured(chosen)  # a run that could only fail in the worker is refused here
+    except ValueError as problem:  # InputInvalid, a paid model without a price, no key or address
         problems.append(str(problem))
         return ""
     return chosen
@@ -180,6 +181,8 @@ def pipeline_runs_start(
     a ``run_request`` they checked; these refusals are the guard for other callers."""
     if not instruments:
         raise RunRequestInvalid.from_fields({"symbols": ["choose at least one instrument"]})
+    if problem := provider_unavailable(provider):
+        raise RunRequestInvalid.from_fields({"provider": [problem]})
     # The latest session up to today: one bad future bar must not set the date of a whole batch.
     latest = DailyBar.objects.filter(instrument__in=instruments, date__lte=timezone.localdate())
     as_of = as_of or latest.aggregate(last=Max("date"))["last"]

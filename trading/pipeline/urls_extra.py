@@ -1,3 +1,9 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from trading.pipeline import views
+
+urlpatterns = [
+    path("runs/rows/", views.run_list_rows, name="run_list_rows"),
+    path("runs/<int:run_id>/report.md", views.run_report, name="run_report"),
+    path("theses/<int:thesis_id>/report.md", views.thesis_report, name="thesis_report"),
+]

@@ -3,15 +3,17 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
-from django.http import HttpRequest, HttpResponse
+from django.contrib.humanize.templatetags.humanize import intcomma
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
-from agents.clients import PROVIDERS
+from agents.clients import PROVIDERS, provider_unavailable, providers_available
 from agents.recording import run_totals
-from trading import edge
-from trading.models import Instrument, PipelineRun
-from trading.pipeline import presenters, selectors
+from trading.models import Instrument, PipelineRun, Thesis
+from trading.pipeline import export, presenters, selectors, serializers
 from trading.pipeline.forms import RunStartForm
 from trading.pipeline.start import pipeline_runs_start
 from trading.refusals import refused
@@ -20,36 +22,72 @@ from vocabulary.refusals import Refusal
 
 def _start_form_context(request: HttpRequest, form: RunStartForm | None = None) -> dict:
     """The run form, blank or as the person sent it (a refused form keeps every value typed and
-    ticked, with each field's problem next to it)."""
+    ticked, with each field's problem next to it). Only the providers a run may use here are
+    offered; the others are named with why (no key, no address, no price)."""
     form = form or RunStartForm()
+    offered = providers_available()
+    asked = (form["provider"].value() if form.is_bound else "") or settings.LLM["PROVIDER"]
     return {
         "instruments": Instrument.objects.filter(is_active=True).order_by("symbol"),
-        "providers": PROVIDERS,
-        "default_provider": (form["provider"].value() if form.is_bound else "") or settings.LLM["PROVIDER"],
+        "providers": offered,
+        "providers_missing": [(name, provider_unavailable(name)) for name in PROVIDERS if name not in offered],
+        "default_provider": asked if asked in offered else (offered[0] if offered else ""),
         "can_start": request.user.has_perm("trading.start_run"),
         "start_form": form,
         "chosen_symbols": form.chosen_symbols(),
     }
 
 
-def _runs_page(
-    request: HttpRequest, *, with_replays: bool, form: RunStartForm | None = None, status: int = 200
-) -> HttpResponse:
+def _list_context(request: HttpRequest) -> tuple[dict, list[str]]:
+    """The runs list as the query string narrows it: a page of rows, the total, page links that
+    keep the filters, and the values refused (each to be said; the rest apply)."""
+    filters = selectors.RunFilters.from_query(request.GET)
+    number, page_problem = selectors.page_number(request.GET.get("page"))
+    problems = [f"{problem}; not applied" for problem in (*filters.problems, page_problem) if problem]
+    page, rows = selectors.run_page(filters, number)
+    kept = filters.query()
+    context = {
+        "runs": rows,
+        "page": page,
+        "filters": filters,
+        "filter_query": urlencode(kept),
+        "live_url": f"{reverse('run_list_rows')}?{urlencode({**kept, 'page': str(page.number)})}",
+        "strategies": selectors.strategy_choices(),
+        "statuses": selectors.STATUSES,
+        "with_replays": filters.kind != "live",
+    }
+    return context, problems
+
+
+def _runs_page(request: HttpRequest, *, form: RunStartForm | None = None, status: int = 200) -> HttpResponse:
     """The runs list with the run form (blank, or as the person sent it when it was refused)."""
-    runs = selectors.run_rows(with_replays=with_replays)
-    context = {"runs": runs, "with_replays": with_replays, **_start_form_context(request, form)}
-    return render(request, "trading/runs.html", context, status=status)
+    listed, problems = _list_context(request)
+    for problem in problems:
+        messages.error(request, f"{problem}.")
+    context = {**listed, **_start_form_context(request, form)}
+    return render(request, "trading/runs.html", context, status=400 if problems else status)
 
 
 def run_list(request: HttpRequest) -> HttpResponse:
-    """Live runs; ``?replay=1`` adds the runs of history replays (badged in the table).
-    ``?replay=`` must be a flag: anything else shows the live runs with the reason, as a 400."""
-    try:
-        with_replays = edge.parse_flag(request.GET.get("replay"), "replay")
-    except edge.InputInvalid as problem:
-        messages.error(request, f"{problem}; showing live runs.")
-        return _runs_page(request, with_replays=False, status=400)
-    return _runs_page(request, with_replays=with_replays)
+    """Live runs, a page at a time, narrowed by ``kind`` (live, replay, all; ``?replay=1`` is all),
+    ``strategy``, ``status`` and ``symbol``. A refused value is said, with a 400, and left out."""
+    return _runs_page(request)
+
+
+def run_list_rows(request: HttpRequest) -> JsonResponse:
+    """The runs list's page as JSON, for the page's live updates (static/js/runs.js): the same
+    filters and page, each run with what its row shows."""
+    listed, problems = _list_context(request)
+    page = listed["page"]
+    body = {
+        "total": page.paginator.count,
+        "total_label": intcomma(page.paginator.count),
+        "page": page.number,
+        "pages": page.paginator.num_pages,
+        "runs": [serializers.run_row_json(row) for row in listed["runs"]],
+        "problems": problems,
+    }
+    return JsonResponse(body, status=400 if problems else 200)
 
 
 @require_POST
@@ -60,7 +98,7 @@ def run_start(request: HttpRequest) -> HttpResponse:
     form = RunStartForm(request.POST)
     checked = form.checked if form.is_valid() else None  # a valid form has its checked request
     if checked is None:
-        return _runs_page(request, with_replays=False, form=form, status=400)
+        return _runs_page(request, form=form, status=400)
     try:
         runs = pipeline_runs_start(
             instruments=checked.instruments, as_of=checked.as_of, provider=checked.provider, user=request.user
@@ -81,3 +119,27 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     context = {"run": run, **presenters.run_context(run, run_totals(run))}
     template = "trading/_run_body.html" if request.GET.get("fragment") else "trading/run.html"
     return render(request, template, context)
+
+
+def _markdown(text: str, filename: str) -> HttpResponse:
+    response = HttpResponse(text, content_type="text/markdown; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
+def run_report(request: HttpRequest, run_id: int) -> HttpResponse:
+    """The run as a Markdown report to download: every stage, the evidence, the decision."""
+    run = get_object_or_404(PipelineRun.objects.select_related("instrument", "strategy_run__strategy"), pk=run_id)
+    return _markdown(export.run_report(run), export.report_filename("run", run.pk, run.instrument.symbol))
+
+
+def thesis_report(request: HttpRequest, thesis_id: int) -> HttpResponse:
+    """The thesis as a Markdown report: its decision and what came of it, then its run."""
+    thesis = get_object_or_404(
+        Thesis.objects.select_related("instrument", "decided_by", "run__instrument", "run__strategy_run__strategy"),
+        pk=thesis_id,
+    )
+    return _markdown(
+        export.thesis_report(thesis), export.report_filename("thesis", thesis.pk, thesis.instrument.symbol)
+    )

@@ -7,16 +7,18 @@ decides approvals by a stated policy instead of a person.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import partial
 from typing import TYPE_CHECKING
 
 from django.contrib.auth import get_user_model
+from django.db import transaction
 
 from agents.domain.memory import replay_scope
 from agents.models import MemoryEntry
@@ -26,8 +28,20 @@ from trading.book import broker
 from trading.book.accounts import replay_account
 from trading.book.approvals import DecisionRefused, thesis_approve
 from trading.book.signals import replay_account_clearing, replay_position_closed
-from trading.models import DailyBar, Order, PipelineRun, Position, Strategy, StrategyDirective, StrategyRun, Thesis
-from trading.pipeline.orchestrator import pipeline_run_create, pipeline_run_execute
+from trading.models import (
+    Account,
+    DailyBar,
+    Instrument,
+    Order,
+    PipelineRun,
+    Position,
+    Strategy,
+    StrategyDirective,
+    StrategyRun,
+    Thesis,
+)
+from trading.pipeline.orchestrator import ReplayRuns, pipeline_run_create, pipeline_run_execute, replay_runs
+from trading.pipeline.replay_cache import ReplayCache
 from trading.strategies.runs import strategy_run_decide, strategy_run_open, strategy_run_proceed
 from trading.strategies.signals import replay_cleared
 
@@ -147,7 +161,10 @@ def replay_strategy(
     provider: str = "offline",
     progress: Callable[[ReplayDay], None] | None = None,
     lessons_to_live: bool = False,
-) -> Iterator[ReplayDay]:
+    resume_after: dt.date | None = None,
+    atomic_days: bool = False,
+    fast: bool = False,
+) -> Generator[ReplayDay, None, None]:
     """Run the strategy's daily loop over history. Each day: the book is marked on that day's bar
     (waiting orders fill at its open; stops, targets and horizons close positions and are reviewed
     at once), the critique pre-step runs (in process, when it fires), then the pipeline runs
@@ -155,46 +172,101 @@ def replay_strategy(
 
     Its lessons stay in its own memory scope, recalled by its own runs (with the live lessons of
     each day) and never by live runs, unless ``lessons_to_live`` writes them to live memory too
-    (still tagged ``replay=true``)."""
-    replay_clear(strategy)
+    (still tagged ``replay=true``).
+
+    ``resume_after`` continues a replay that stopped after that day: nothing is cleared, and the
+    days after it run on the account as the stopped replay left it. ``atomic_days`` writes each
+    day in one transaction, so a day that fails leaves nothing and a resume redoes it whole."""
+    if resume_after is None:
+        replay_clear(strategy)
     account = replay_account(strategy.name)
-    approver = _policy_user()
-    review = partial(_review_or_record, lessons_to_live=lessons_to_live)
-    for day in replay_sessions(strategy, start, end):
-        book = broker.positions_mark(as_of=day, account=account, on_close=review)
-        strategy_run = StrategyRun.objects.create(strategy=strategy, as_of=day, is_replay=True)
-        # The critique pre-step runs in process (a replay has nothing to wait on), then the day's
-        # runs go on under the directives in force.
-        strategy_run_open(strategy_run, replay=True)
-        strategy_run_proceed(strategy_run.pk, reason="replay day")
-        runs = []
-        for instrument in strategy.universe.filter(is_active=True).order_by("symbol"):
-            if not DailyBar.objects.filter(instrument=instrument, date=day).exists():
+    day_run = partial(
+        _replay_day,
+        strategy=strategy,
+        account=account,
+        approver=_policy_user(),
+        policy=policy,
+        provider=provider,
+        review=partial(_review_or_record, lessons_to_live=lessons_to_live),
+    )
+    days = [day for day in replay_sessions(strategy, start, end) if resume_after is None or day > resume_after]
+    if fast and days:
+        # Read once for the whole window: the universe (it does not change while a replay runs)
+        # and every input its runs read as of their day.
+        instruments = list(strategy.universe.filter(is_active=True).order_by("symbol"))
+        cache = ReplayCache(instruments, start=days[0], end=days[-1])
+        mode = ReplayRuns(source=cache, quiet=provider == "offline", exclusive=atomic_days, account=account)
+        day_run = partial(day_run, universe=instruments, cache=cache, mode=mode)
+    for day in days:
+        with transaction.atomic() if atomic_days else contextlib.nullcontext():
+            result = day_run(day)
+            if progress:
+                progress(result)  # in the day's transaction: a day is stored with its progress or not at all
+        yield result
+
+
+def _replay_day(
+    day: dt.date,
+    *,
+    strategy: Strategy,
+    account: Account,
+    approver: User,
+    policy: ApprovalPolicy,
+    provider: str,
+    review: Callable[[Position], None],
+    universe: list[Instrument] | None = None,
+    cache: ReplayCache | None = None,
+    mode: ReplayRuns | None = None,
+) -> ReplayDay:
+    """One replay day. The plain path reads the universe and each instrument's bar from the
+    database; the fast path is given them (``universe``, ``cache``) and runs its pipeline runs
+    with the cache as their stage inputs (``mode``): the same questions, the same answers."""
+    book = broker.positions_mark(as_of=day, account=account, on_close=review)
+    strategy_run = StrategyRun.objects.create(strategy=strategy, as_of=day, is_replay=True)
+    # The critique pre-step runs in process (a replay has nothing to wait on), then the day's
+    # runs go on under the directives in force.
+    strategy_run_open(strategy_run, replay=True)
+    strategy_run_proceed(strategy_run.pk, reason="replay day")
+    runs = []
+    if universe is None:
+        universe = list(strategy.universe.filter(is_active=True).order_by("symbol"))
+    with replay_runs(mode) if mode is not None else contextlib.nullcontext():
+        for instrument in universe:
+            if cache is not None:
+                if not cache.has_bar(instrument, day):
+                    continue
+            elif not DailyBar.objects.filter(instrument=instrument, date=day).exists():
                 continue
-            run = pipeline_run_create(instrument=instrument, as_of=day, provider=provider)
-            PipelineRun.objects.filter(pk=run.pk).update(strategy_run=strategy_run, is_replay=True)
+            run = pipeline_run_create(
+                instrument=instrument, as_of=day, provider=provider, strategy_run=strategy_run, is_replay=True
+            )
             pipeline_run_execute(run.pk)  # it reads its replay's memory scopes from the run itself
             runs.append(run.pk)
-        approved, refused = 0, []
-        for thesis in Thesis.objects.filter(run_id__in=runs).select_related("instrument", "run").order_by("id"):
-            if not policy.approves(thesis):
-                continue
-            try:
-                thesis_approve(thesis=thesis, user=approver, comment=f"replay policy on {day}", as_of=day, replay=True)
-                approved += 1
-            except DecisionRefused as refusal:
-                refused.append(f"{thesis.instrument.symbol}: {refusal.reason}")
-        _close_approval_window(runs, day)
-        decided = strategy_run_decide(strategy_run)
-        result = ReplayDay(
-            as_of=day,
-            runs=len(runs),
-            approved=approved,
-            refused=refused,
-            filled=book["filled"],
-            closed=book["closed"],
-            decision=decided.decision,
-        )
-        if progress:
-            progress(result)
-        yield result
+    approved, refused = _approve_by_policy(runs, day, policy=policy, approver=approver)
+    _close_approval_window(runs, day)
+    decided = strategy_run_decide(strategy_run)
+    return ReplayDay(
+        as_of=day,
+        runs=len(runs),
+        approved=approved,
+        refused=refused,
+        filled=book["filled"],
+        closed=book["closed"],
+        decision=decided.decision,
+    )
+
+
+def _approve_by_policy(
+    runs: list[int], day: dt.date, *, policy: ApprovalPolicy, approver: User
+) -> tuple[int, list[str]]:
+    """The policy decides the day's theses in the order they were made (the runs' order)."""
+    approved, refused = 0, []
+    for thesis in Thesis.objects.filter(run_id__in=runs).select_related("instrument", "run").order_by("id"):
+        if not policy.approves(thesis):
+            continue
+        try:
+            thesis_approve(thesis=thesis, user=approver, comment=f"replay policy on {day}", as_of=day, replay=True)
+            approved += 1
+        except DecisionRefused as refusal:
+            refused.append(f"{thesis.instrument.symbol}: {refusal.reason}")
+    return approved, refused

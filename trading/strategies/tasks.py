@@ -6,6 +6,9 @@ from django.db import OperationalError
 
 from trading.strategies import runs
 
+# Two days: far beyond the longest replay (the desk's task limit of minutes would cut one short).
+REPLAY_TIME_LIMIT = 48 * 3600
+
 
 @shared_task(name="trading.run_due_strategies")
 def run_due_strategies() -> list[int]:
@@ -36,3 +39,22 @@ def strategy_run_proceed(
     whichever comes first: both send this, and only the first proceeds (the others find it done)."""
     user = get_user_model().objects.filter(pk=user_id).first() if user_id is not None else None
     return runs.strategy_run_proceed(strategy_run_id, provider=provider, user=user, reason=reason)
+
+
+@shared_task(
+    name="trading.replay_job_run",
+    ignore_result=True,
+    acks_late=True,
+    # A replay of years runs for many minutes: no task time limit cuts it; it stops between days
+    # when cancelled, and a resume continues after its last finished day.
+    soft_time_limit=REPLAY_TIME_LIMIT,
+    time_limit=REPLAY_TIME_LIMIT + 60,
+)
+def replay_job_run(job_id: int) -> dict:
+    """Run or resume a replay job. Safe to deliver twice: the job is claimed once (queued → running)."""
+    from trading.strategies.replay_jobs import replay_job_run as run
+
+    job = run(job_id)
+    if job is None:
+        return {"status": "not-queued", "job_id": job_id}
+    return {"status": job.status, "job_id": job_id, "days_done": job.days_done}

@@ -5,6 +5,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agents.domain.hygiene import (
     FENCE_CLOSE,
@@ -235,3 +237,17 @@ def test_the_pure_core_imports_no_sdk_and_no_framework() -> None:
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=200))
+def test_ascii_text_loses_exactly_the_characters_the_general_rule_strips(text: str) -> None:
+    """The ASCII fast path and the character-by-character rule give the same text."""
+    from agents.domain import hygiene
+
+    broken = text
+    for line_break, newline in hygiene._LINE_BREAKS.items():
+        broken = broken.replace(line_break, newline)
+    general = "".join(c for c in broken if c in hygiene._KEPT_CONTROLS or not hygiene._is_invisible(c))
+
+    assert hygiene._strip_invisible(text) == general
+    assert neutralise(text + "\u200b") == neutralise(text)  # one zero-width character takes the slow path

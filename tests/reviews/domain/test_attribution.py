@@ -48,6 +48,7 @@ def trade(
     manual_exit: bool = False,
     unrealised_at_start: str = "0",
     position_id: int | None = None,
+    dividends: str = "0",
 ) -> ClosedTrade:
     """A closed trade whose realised PnL is the book's own figure; ``entry``/``exit`` are (reference, fill).
     Without costs given, both legs pay the default NSE delivery charges on their fills."""
@@ -73,10 +74,12 @@ def trade(
             exit_price=exit_fill,
             entry_costs=entry_costs.total,
             exit_costs=exit_costs.total,
-        ),
+        )
+        + D(dividends),
         manual_exit=manual_exit,
         unrealised_at_start=D(unrealised_at_start),
         position_id=position_id,
+        dividends=D(dividends),
     )
 
 
@@ -86,6 +89,7 @@ def identity_sum(attribution: Attribution) -> Decimal:
         + attribution.losses
         + attribution.slippage
         + attribution.costs
+        + attribution.dividends
         + attribution.manual
         + attribution.unrealised
         + attribution.inference
@@ -204,6 +208,7 @@ def test_the_waterfall_reads_in_order_and_ends_at_the_net() -> None:
         WaterfallRow("SEBI fee", D("-0.04")),
         WaterfallRow("Stamp duty", D("-3.08")),
         WaterfallRow("GST", D("-0.24")),
+        WaterfallRow("Dividends", D("0.00")),
         WaterfallRow("Closed by hand", D("-61.00")),
         WaterfallRow("Unrealised change", D("-230.00")),
         WaterfallRow("Inference", D("-12.35")),
@@ -219,7 +224,7 @@ def test_an_empty_period_is_all_zeros_with_no_risk_adjusted_return() -> None:
     assert identity_sum(result) == result.net == D("0.00")
     assert result.charges == NO_COSTS
     assert result.risk_adjusted_return is None
-    assert [row.amount for row in waterfall_rows(result)] == [D("0.00")] * 13
+    assert [row.amount for row in waterfall_rows(result)] == [D("0.00")] * 14
 
 
 def test_only_inference_is_a_loss_of_its_cost() -> None:
@@ -363,6 +368,7 @@ def closed_trades(draw: st.DrawFn) -> ClosedTrade:
         exit=(str(exit_reference), str(exit_fill)),
         manual_exit=draw(st.booleans()),
         unrealised_at_start=str(draw(st.one_of(st.just(Decimal("0.00")), paise))),
+        dividends=str(draw(st.one_of(st.just(Decimal("0.00")), paise))),
     )
 
 
@@ -391,6 +397,7 @@ def test_the_components_add_up_to_the_net_to_the_paisa(
     assert result.net == result.net.quantize(Decimal("0.01"))
     assert result.gains >= 0 >= result.losses
     assert result.slippage <= 0 and result.costs <= 0 and result.inference <= 0
+    assert result.dividends == sum((t.dividends for t in closed), start=Decimal(0))
 
 
 @settings(max_examples=200, deadline=None)
@@ -400,7 +407,7 @@ def test_exits_by_hand_count_in_manual_and_never_in_the_strategys_figures(closed
     by_hand = [t for t in closed if t.manual_exit]
     strategy_only = attribute([t for t in closed if not t.manual_exit], [], Decimal(0))
     hand_only = attribute(by_hand, [], Decimal(0))
-    assert result.manual == sum((t.realised_pnl for t in by_hand), start=Decimal(0))
+    assert result.manual == sum((t.realised_pnl - t.dividends for t in by_hand), start=Decimal(0))
     assert (result.manual_trades, result.strategy_trades) == (len(by_hand), len(closed) - len(by_hand))
     # Taking the exits by hand away changes none of the strategy's figures...
     strategy_figures = ("gains", "losses", "slippage", "charges")
@@ -419,3 +426,22 @@ def test_exits_by_hand_count_in_manual_and_never_in_the_strategys_figures(closed
         (t.entry_costs.total + t.exit_costs.total for t in closed if not t.manual_exit), start=Decimal(0)
     )
     assert result.charges.total == expected_charges
+
+
+def test_dividends_are_their_own_line_for_strategy_and_hand_exits_alike() -> None:
+    held_long = trade("LONG", 100, entry=("100.00", "100.10"), exit=("110.00", "109.90"), dividends="250.00")
+    shorted = trade(
+        "SHORT", 50, entry=("200.00", "199.80"), exit=("190.00", "190.20"), manual_exit=True, dividends="-75.00"
+    )
+    result = attribute([held_long, shorted], [], Decimal(0))
+    assert result.dividends == D("175.00")
+    assert result.manual == shorted.realised_pnl + D("75.00")  # the short's exit by hand, without its dividend
+    assert split_trade(held_long).realised == held_long.realised_pnl
+    assert identity_sum(result) == result.net == held_long.realised_pnl + shorted.realised_pnl
+    assert WaterfallRow("Dividends", D("175.00")) in waterfall_rows(result)
+
+
+def test_a_realised_figure_without_its_dividend_is_refused() -> None:
+    honest = trade("LONG", 100, entry=("100.00", "100.10"), exit=("110.00", "109.90"), dividends="250.00")
+    with pytest.raises(AttributionInputError, match=r"dividends 250\.00"):
+        replace(honest, realised_pnl=honest.realised_pnl - D("250.00"))

@@ -159,8 +159,9 @@ def parse_volume(text: str) -> int:
         raise _RowError(f"volume {_shown(text)} is not a number") from None
     if not value.is_finite() or value != value.to_integral_value():
         raise _RowError(f"volume {_shown(text)} is not a whole number")
-    if value <= 0:
-        raise _RowError(f"volume {_cut(text)} is not positive")
+    # Zero is a real reading: an index, or a session with no trade, has a bar and no volume.
+    if value < 0:
+        raise _RowError(f"volume {_cut(text)} is negative")
     # Compared as a Decimal: int() of 1e999999999 would build a billion-digit integer first.
     if value > VOLUME_MAX:
         raise _RowError(f"volume {_cut(text)} does not fit in 64 bits (at most {VOLUME_MAX})")

@@ -24,6 +24,7 @@ from zoneinfo import ZoneInfo
 
 import numpy as np
 
+from trading.market.domain.calendar import sessions as exchange_sessions
 from trading.market.domain.news import normalise_headline
 
 __all__ = [
@@ -52,9 +53,9 @@ TICK_SIZE = 0.05
 IST = ZoneInfo("Asia/Kolkata")
 FUNDAMENTALS_SOURCE = "Demo fundamentals (synthetic)"
 
-# Exchange holidays that fall on the same date every year. Moving festivals (Holi, Diwali) are
-# left out: their dates would need a calendar table and the demo does not need that precision.
-_FIXED_HOLIDAYS: tuple[tuple[int, int], ...] = ((1, 26), (5, 1), (8, 15), (10, 2), (12, 25))
+# The demo's instruments are NSE's: its sessions are NSE's, holidays (Holi, Diwali, ...) included,
+# so every demo bar is one an import of the same file would accept.
+DEMO_EXCHANGE = "NSE"
 
 
 # --- output shapes -------------------------------------------------------------------------------
@@ -65,7 +66,7 @@ class DemoInstrument:
     symbol: str
     name: str
     sector: str
-    exchange: str = "NSE"
+    exchange: str = DEMO_EXCHANGE
     currency: str = "INR"
     tick_size: float = TICK_SIZE
     lot_size: int = 1
@@ -266,14 +267,8 @@ def _instrument(profile: _Profile) -> DemoInstrument:
 
 
 def trading_sessions(start: dt.date, end: dt.date) -> list[dt.date]:
-    """NSE session days in [start, end]: weekdays that are not one of the fixed holidays."""
-    sessions = []
-    day = start
-    while day <= end:
-        if day.weekday() < 5 and (day.month, day.day) not in _FIXED_HOLIDAYS:
-            sessions.append(day)
-        day += dt.timedelta(days=1)
-    return sessions
+    """NSE session days in [start, end], from the exchange calendar."""
+    return exchange_sessions(DEMO_EXCHANGE, start, end)
 
 
 def _at(day: dt.date, hour: int, minute: int) -> dt.datetime:
