@@ -277,9 +277,20 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "staticfiles")))
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns on a missing root before collectstatic
 WHITENOISE_USE_FINDERS = True
+# Hashed, compressed names (plotly.min.<hash>.js, with .gz and .br copies, cached a year) once
+# `./desk up` has collected them; DESK_STATIC_HASHED=0|1 overrides (the test suite serves static/
+# as it lies). A file added since the last collectstatic still answers under its plain name.
+STATIC_HASHED = env_bool("DESK_STATIC_HASHED", (STATIC_ROOT / "staticfiles.json").exists())
+WHITENOISE_MANIFEST_STRICT = False
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    "staticfiles": {
+        "BACKEND": (
+            "whitenoise.storage.CompressedManifestStaticFilesStorage"
+            if STATIC_HASHED
+            else "django.contrib.staticfiles.storage.StaticFilesStorage"
+        )
+    },
 }
 
 # --- REST API -----------------------------------------------------------------------------------

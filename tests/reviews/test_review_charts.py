@@ -50,7 +50,8 @@ def test_no_component_draws_a_zero_net_with_a_note_rather_than_an_empty_frame():
 def test_a_quiet_period_of_zero_rows_keeps_its_layout_and_says_nothing_happened():
     figure = attribution_waterfall(hard_part(quiet=True)["waterfall"])
 
-    assert len(trace_of(figure)["y"]) == 13
+    rows = trace_of(figure)["y"]
+    assert len(rows) == 14 and "Dividends" in rows  # every line of the attribution, dividends included
     assert figure["layout"]["annotations"][0]["text"] == "nothing to attribute in this period"
 
 

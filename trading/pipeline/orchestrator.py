@@ -195,6 +195,9 @@ def pipeline_run_create(
 def _claim(run_id: int, lease: RunLease) -> PipelineRun | None:
     """Take the run for this attempt, or None: finished, gone, held by a live lease (another
     executor is on it; a duplicate message must not run it twice), or out of attempts (given up)."""
+    mode = _replay_runs.get()
+    if mode is not None and mode.exclusive and _take_fresh(lease):
+        return PipelineRun.objects.select_related("instrument", "strategy_run__strategy").get(pk=run_id)
     seen = PipelineRun.objects.filter(pk=run_id, status__in=LIVE_STATUSES).first()
     if seen is None:
         return None
@@ -224,6 +227,23 @@ def _claim(run_id: int, lease: RunLease) -> PipelineRun | None:
         )
     # The instrument and the strategy (run) are read by every stage: one query, not three.
     return PipelineRun.objects.select_related("instrument", "strategy_run__strategy").get(pk=run_id)
+
+
+def _take_fresh(lease: RunLease) -> bool:
+    """Claim a run never attempted and never leased (a replay run made a moment ago) in one write,
+    without reading it first: the claim ``_claim`` makes once it has looked, for the one case in
+    which looking finds nothing to refuse, nothing to give up and nobody to take it from. False
+    when the run is not that; ``_claim`` then looks."""
+    if settings.RUN_MAX_ATTEMPTS < 1:
+        return False  # no attempt allowed at all: ``_claim`` gives the run up
+    now = timezone.now()
+    return lease.take_over(
+        expect=Q(attempts=0, lease_owner=""),
+        status=PipelineRun.Status.RUNNING,
+        started_at=now,
+        attempts=F("attempts") + 1,
+        enqueued_at=Coalesce(F("enqueued_at"), Value(now)),
+    )
 
 
 def run_give_up(run: PipelineRun) -> bool:
@@ -581,6 +601,16 @@ def _gated(run: PipelineRun, thesis: TradeThesis) -> str:
     return ""
 
 
+def _thesis_store(*, run: PipelineRun, fields: dict[str, Any]) -> Thesis:
+    """The run's thesis: the one an earlier attempt stored, or a new one. A replay run made in this
+    transaction (``exclusive``) has none yet, so it is written without looking."""
+    mode = _replay_runs.get()
+    if mode is not None and mode.exclusive:
+        return Thesis.objects.create(run=run, **fields)
+    stored, _ = Thesis.objects.get_or_create(run=run, defaults=fields)
+    return stored
+
+
 def _stage_risk(ctx: RunContext) -> RiskOutput:
     """Size and check against the live book, then store the thesis, all under the account's
     lock: twelve runs on one instrument at the same moment leave one thesis, and the others say
@@ -612,9 +642,9 @@ def _stage_risk(ctx: RunContext) -> RiskOutput:
         )
         summary = RiskDecisionOutput.model_validate(decision.to_dict())
         warnings = [*trader.warnings, decision.sizing] if decision.sizing else list(trader.warnings)
-        stored, _ = Thesis.objects.get_or_create(
+        stored = _thesis_store(
             run=run,
-            defaults={
+            fields={
                 "account": account,
                 "instrument": instrument,
                 "direction": thesis.direction,

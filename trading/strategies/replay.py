@@ -33,7 +33,6 @@ from trading.models import (
     DailyBar,
     Instrument,
     Order,
-    PipelineRun,
     Position,
     Strategy,
     StrategyDirective,
