@@ -48,6 +48,18 @@ def test_a_thesis_from_a_real_run_tells_every_approver_and_not_the_viewer(approv
     assert not Notification.objects.filter(user=viewer).exists()
 
 
+def test_a_decided_thesis_no_longer_waits_in_anybodys_notifications(approver, desk_admin, pending_thesis):
+    from trading.book.approvals import thesis_reject
+
+    assert Notification.objects.filter(read_at__isnull=True).count() == 2
+
+    thesis_reject(thesis=pending_thesis, user=approver, comment="not convinced by the volume")
+
+    # Both approvers' notifications are settled, not only the one who decided.
+    assert not Notification.objects.filter(read_at__isnull=True, kind=Notification.Kind.NEEDS_APPROVAL).exists()
+    assert Notification.objects.filter(user=desk_admin).get().read_at is not None
+
+
 def test_the_same_event_announced_twice_leaves_one_notification_each(approver, desk_admin):
     thesis = ThesisFactory(account=default_account())
 

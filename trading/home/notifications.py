@@ -184,6 +184,13 @@ def notification_preference_set(*, user: User, email_kinds: Iterable[str]) -> No
 EXIT_TITLES = {"stop": "Stopped out", "target": "Target hit", "horizon": "Horizon reached"}
 
 
+def thesis_decided_settle(thesis_id: int) -> int:
+    """Mark every unread "needs approval" notification of a decided thesis read; how many."""
+    return Notification.objects.filter(
+        event_key=f"thesis:{thesis_id}:pending", kind=Notification.Kind.NEEDS_APPROVAL, read_at__isnull=True
+    ).update(read_at=timezone.now())
+
+
 def thesis_pending_notify(thesis: Thesis) -> list[Notification]:
     """A thesis is waiting for a decision: every approver is told."""
     currency = thesis.account.currency

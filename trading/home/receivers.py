@@ -67,6 +67,20 @@ def _position_exited(sender: type[AuditEvent], *, instance: AuditEvent, created:
         _told(notifications.position_exited_notify, position)
 
 
+_DECIDED = frozenset({"thesis_approved", "thesis_rejected", "thesis_expired"})
+
+
+@receiver(post_save, sender=AuditEvent, dispatch_uid="home_notify_thesis_decided")
+def _thesis_decided(sender: type[AuditEvent], *, instance: AuditEvent, created: bool, **kwargs: object) -> None:
+    """A thesis decided (or expired) needs nobody any more: its "needs approval" notifications are
+    marked read for everyone, so the badge counts only what still waits."""
+    if kwargs.get("raw") or not created or instance.action not in _DECIDED:
+        return
+    _, _, number = instance.target.partition(" ")
+    if number.isdigit():
+        _told(notifications.thesis_decided_settle, int(number))
+
+
 @receiver(run_finished, dispatch_uid="home_notify_run_failed")
 def _run_failed(sender: type[PipelineRun], *, run: PipelineRun, **kwargs: object) -> None:
     if run.status != PipelineRun.Status.FAILED or run.is_replay:
