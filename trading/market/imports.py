@@ -33,6 +33,7 @@ from trading.market import calendar
 from trading.market.domain import csv_rows as market_csv
 from trading.market.domain import file_formats
 from trading.market.domain import quality as market_quality
+from trading.market.domain.corporate_rows import CORPORATE_ACTION_COLUMNS, CorporateActionRow, CorporateActionValidator
 from trading.market.domain.csv_rows import BarRow, FundamentalsRow, NewsRow, RowProblem
 from trading.market.domain.file_formats import InstrumentRow, InstrumentRowError, Translated
 from trading.market.domain.news import content_hash
@@ -993,3 +994,91 @@ def import_fundamentals(
         symbol_of=lambda snapshot: snapshot.symbol,
     )
     return _import(path, report, market_csv.FUNDAMENTAL_COLUMNS, kind, actor_label, actor)
+
+
+# --- corporate actions ---------------------------------------------------------------------------
+# Splits, bonuses and dividends: every row checked (``trading.market.domain.corporate_rows``), its
+# symbol resolved, its ex-date held to the instrument's exchange calendar; an action already stored
+# with the same figures is skipped (a file imported twice changes nothing), one stored with other
+# figures is a problem (corrected in the admin, where the change is kept in its history).
+
+# How far ahead an announced ex-date may lie.
+LOOK_AHEAD = dt.timedelta(days=366)
+
+
+def _action_figures(kind: str, ratio_old: int | None, ratio_new: int | None, amount: Any) -> str:
+    return f"amount {amount}" if kind == CorporateAction.Kind.DIVIDEND else f"ratio {ratio_old}:{ratio_new}"
+
+
+def import_corporate_actions(
+    path: Path, *, dry_run: bool = False, actor_label: str = "import_corporate_actions", actor: Any = None
+) -> ImportReport:
+    report = ImportReport(path=str(path), kind="corporate_action", dry_run=dry_run)
+    first_line: dict[tuple[int, str, dt.date], int] = {}
+
+    def placed(row: CorporateActionRow, instrument: Instrument) -> str | None:
+        if calendar.is_session(instrument.exchange, row.ex_date):
+            return None
+        return f"ex_date {row.ex_date} ({row.ex_date:%A}) is not a session of {instrument.exchange}"
+
+    def fresh(
+        batch: list[tuple[CorporateActionRow, Instrument | None]],
+    ) -> list[tuple[CorporateActionRow, Instrument | None]]:
+        stored = {
+            (instrument_id, kind, ex_date): (old, new, amount)
+            for instrument_id, kind, ex_date, old, new, amount in CorporateAction.objects.filter(
+                instrument__in={inst.pk for _, inst in batch if inst}, ex_date__in={row.ex_date for row, _ in batch}
+            ).values_list("instrument_id", "kind", "ex_date", "ratio_old", "ratio_new", "amount")
+        }
+        kept: list[tuple[CorporateActionRow, Instrument | None]] = []
+        for row, instrument in batch:
+            assert instrument is not None  # every row names a symbol
+            key = (instrument.pk, row.kind, row.ex_date)
+            figures = (row.ratio_old, row.ratio_new, row.amount)
+            if key in first_line:
+                report.add_problem(
+                    row.line, f"the same {row.kind} of {instrument} ex {row.ex_date} as line {first_line[key]}"
+                )
+                continue
+            first_line[key] = row.line
+            if key in stored:
+                old, new, amount = stored[key]
+                if (old, new, None if amount is None else amount.normalize()) == (
+                    row.ratio_old,
+                    row.ratio_new,
+                    None if row.amount is None else row.amount.normalize(),
+                ):
+                    report.skip(row.line, f"this {row.kind} of {instrument} ex {row.ex_date} is already stored")
+                else:
+                    report.add_problem(
+                        row.line,
+                        f"a {row.kind} of {instrument} ex {row.ex_date} is already stored with "
+                        f"{_action_figures(row.kind, old, new, amount)}, not {_action_figures(row.kind, *figures)}: "
+                        "correct it in the admin",
+                    )
+                continue
+            kept.append((row, instrument))
+            report.instruments.add(str(instrument))
+        return kept
+
+    def build(row: CorporateActionRow, instrument: Instrument | None) -> CorporateAction:
+        return CorporateAction(
+            instrument=instrument,
+            kind=row.kind,
+            ex_date=row.ex_date,
+            ratio_old=row.ratio_old,
+            ratio_new=row.ratio_new,
+            amount=row.amount,
+            source=path.name[:100],
+        )
+
+    validator = CorporateActionValidator(floor=DATE_FLOOR, latest=timezone.localdate() + LOOK_AHEAD)
+    kind: _Kind[Any] = _Kind(
+        check=validator.check,
+        fresh=fresh,
+        build=build,
+        model=CorporateAction,
+        symbol_of=lambda row: row.symbol,
+        placed=placed,
+    )
+    return _import(path, report, CORPORATE_ACTION_COLUMNS, kind, actor_label, actor)

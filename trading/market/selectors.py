@@ -162,19 +162,20 @@ def macro_readings(*, as_of: dt.date, limit: int = 5) -> list[MacroReading]:
     readings = []
     for row in latest_dates:
         last_two = list(MacroIndicator.objects.filter(code=row["code"], date__lte=row["last"]).order_by("-date")[:2])
-        current = last_two[0]
-        previous = last_two[1] if len(last_two) > 1 else None
-        readings.append(
-            MacroReading(
-                code=current.code,
-                name=current.name,
-                date=current.date,
-                value=float(current.value),
-                unit=current.unit,
-                change=float(current.value - previous.value) if previous else None,
-            )
-        )
+        readings.append(macro_reading(last_two[0], last_two[1] if len(last_two) > 1 else None))
     return readings
+
+
+def macro_reading(current: MacroIndicator, previous: MacroIndicator | None) -> MacroReading:
+    """A series' latest reading and its change from the one before (None for a first reading)."""
+    return MacroReading(
+        code=current.code,
+        name=current.name,
+        date=current.date,
+        value=float(current.value),
+        unit=current.unit,
+        change=float(current.value - previous.value) if previous else None,
+    )
 
 
 @dataclass(frozen=True)

@@ -185,18 +185,7 @@ class ReplayCache:
             stop = bisect.bisect_right(series.dates, as_of)
             if stop == 0:
                 continue
-            current = series.rows[stop - 1]
-            previous = series.rows[stop - 2] if stop > 1 else None
-            readings.append(
-                MacroReading(
-                    code=current.code,
-                    name=current.name,
-                    date=current.date,
-                    value=float(current.value),
-                    unit=current.unit,
-                    change=float(current.value - previous.value) if previous else None,
-                )
-            )
+            readings.append(selectors.macro_reading(series.rows[stop - 1], series.rows[stop - 2] if stop > 1 else None))
         return readings
 
     def desk_tz(self) -> ZoneInfo:
