@@ -15,7 +15,7 @@ from decimal import Decimal
 from typing import Any, cast
 
 from django.conf import settings
-from django.db.models import Count, Model, Sum
+from django.db.models import Count, Max, Model, Q, Sum
 from django.utils import timezone
 
 from agents.domain.llm import BudgetExceeded, CallRecord, ModelReply
@@ -47,6 +47,8 @@ class BufferedRecorder:
     def flush(self) -> int:
         with self._lock:
             pending, self._pending = self._pending, []
+            if not pending:
+                return 0  # nothing to write: not even an empty transaction for the write lock
             self.flushed_cost += sum(
                 (self.prices.cost(c.model, c.input_tokens, c.output_tokens, provider=c.provider) for c in pending),
                 Decimal(0),
@@ -156,18 +158,27 @@ class _MemoryCache:
         self.weight_total = 0.0
         self.lock = threading.Lock()
 
-    def _held(self) -> tuple[int, float]:
-        held = MemoryEntry.objects.filter(id__lte=self.last_id).aggregate(count=Count("id"), weight=Sum("weight"))
-        return int(held["count"] or 0), float(held["weight"] or 0.0)
+    def _held(self) -> tuple[int, float, int]:
+        """The count and total weight of the rows the index holds, and the newest row's id: one
+        aggregate, so a search with nothing new to add costs one query."""
+        held = MemoryEntry.objects.aggregate(
+            count=Count("id", filter=Q(id__lte=self.last_id)),
+            weight=Sum("weight", filter=Q(id__lte=self.last_id)),
+            newest=Max("id"),
+        )
+        return int(held["count"] or 0), float(held["weight"] or 0.0), int(held["newest"] or 0)
 
     def refresh(self) -> HybridIndex:
         with self.lock:
+            newest = None
             if self.index is not None:
-                count, weight = self._held()
+                count, weight, newest = self._held()
                 if count != len(self.index) or not math.isclose(weight, self.weight_total, rel_tol=0, abs_tol=1e-6):
-                    self.index, self.last_id, self.weight_total = None, 0, 0.0
+                    self.index, self.last_id, self.weight_total, newest = None, 0, 0.0, None
             if self.index is None:
                 self.index = HybridIndex()
+            if newest is not None and newest <= self.last_id:
+                return self.index  # nothing added since the last look
             fresh = list(MemoryEntry.objects.filter(id__gt=self.last_id).order_by("id"))
             self.index.add_many(
                 MemoryRecord(

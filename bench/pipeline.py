@@ -545,7 +545,9 @@ def measure_workers(sample: Sequence[object], as_of: dt.date, args: argparse.Nam
     baseline = 0.0
     for workers in sorted({1, args.workers}):
         rows_before = model_call_rows()
-        result = timed_workers(sample[:runs], as_of, workers)
+        # Warm-up runs on other instruments: a warm-up's pending thesis would hold a timed run.
+        warm_up = sample[runs : runs + workers] if len(sample) >= runs + workers else sample[:workers]
+        result = timed_workers(sample[:runs], warm_up, as_of)
         measured = runs / result.elapsed_s * 60
         baseline = baseline or measured
         cores = result.workers_cpu_s / result.elapsed_s
@@ -571,11 +573,25 @@ def model_call_rows() -> int:
     return ModelCall.objects.count()
 
 
-def timed_workers(sample: Sequence[object], as_of: dt.date, workers: int) -> WorkerPass:
+def expire_pending_theses() -> int:
+    """Close the approval window of the theses earlier passes left pending, so a fresh run on the
+    same instrument goes through every stage instead of holding at once ("one live idea per
+    instrument"): a worker pass then times the same code path as the single-process loop."""
+    from django.utils import timezone
+
+    from trading.models import Thesis
+
+    expired = timezone.now() - dt.timedelta(seconds=1)
+    return Thesis.objects.filter(status=Thesis.Status.PENDING).update(expires_at=expired)
+
+
+def timed_workers(sample: Sequence[object], warm_up: Sequence[object], as_of: dt.date) -> WorkerPass:
+    """One pass: a run per ``sample`` instrument, split over one worker per ``warm_up`` instrument."""
     from trading.models import PipelineRun
 
+    expire_pending_theses()
     run_ids = create_runs(sample, as_of)
-    warm_up_ids = create_runs(sample[:workers], as_of)
+    warm_up_ids = create_runs(warm_up, as_of)
     result = worker_processes(run_ids, warm_up_ids)
     statuses = Counter(PipelineRun.objects.filter(pk__in=run_ids).values_list("status", flat=True))
     if set(statuses) != {"completed"}:

@@ -46,12 +46,18 @@ class RelayedInMemoryChannelLayer(InMemoryChannelLayer):
         # poll_once reads in a worker thread; the lock makes "read rows, advance _last_id" one
         # step, so two overlapping polls (the poller and an explicit call) never both deliver a row.
         self._claim_lock = threading.Lock()
-        with self._connect() as db:
-            db.execute(_SCHEMA)
+        # One connection per thread and process, kept: opening one (and setting WAL) on every
+        # publish and every poll cost more than the insert itself, and was never closed.
+        self._local = threading.local()
+        self._pruned_at = 0.0
+        self._connect().execute(_SCHEMA)
 
     def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, timeout=5, isolation_level=None)
-        db.execute("PRAGMA journal_mode=WAL")
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is None or getattr(self._local, "pid", None) != os.getpid():  # a forked child opens its own
+            db = sqlite3.connect(self.path, timeout=5, isolation_level=None, check_same_thread=True)
+            db.execute("PRAGMA journal_mode=WAL")
+            self._local.db, self._local.pid = db, os.getpid()
         return db
 
     # --- sending ----------------------------------------------------------------------------
@@ -62,11 +68,14 @@ class RelayedInMemoryChannelLayer(InMemoryChannelLayer):
 
     def _append(self, group: str, message: dict) -> None:
         now = time.time()
-        with self._connect() as db:
-            db.execute(
-                "INSERT INTO relay (origin, sent, grp, message) VALUES (?, ?, ?, ?)",
-                (self.origin, now, group, json.dumps(message)),
-            )
+        db = self._connect()
+        db.execute(
+            "INSERT INTO relay (origin, sent, grp, message) VALUES (?, ?, ?, ?)",
+            (self.origin, now, group, json.dumps(message)),
+        )
+        # Pruning scans the table: a few times per retention period is enough to bound it.
+        if now - self._pruned_at >= self.retention / 4:
+            self._pruned_at = now
             db.execute("DELETE FROM relay WHERE sent < ?", (now - self.retention,))
 
     # --- receiving --------------------------------------------------------------------------
@@ -85,15 +94,18 @@ class RelayedInMemoryChannelLayer(InMemoryChannelLayer):
             self._poller_loop = loop
 
     def _max_id(self) -> int:
-        with self._connect() as db:
-            return db.execute("SELECT COALESCE(MAX(id), 0) FROM relay").fetchone()[0]
+        return self._connect().execute("SELECT COALESCE(MAX(id), 0) FROM relay").fetchone()[0]
 
     def _claim_new(self) -> list[tuple[int, str, str]]:
-        with self._claim_lock, self._connect() as db:
-            rows = db.execute(
-                "SELECT id, grp, message FROM relay WHERE id > ? AND origin != ? ORDER BY id",
-                (self._last_id or 0, self.origin),
-            ).fetchall()
+        with self._claim_lock:
+            rows = (
+                self._connect()
+                .execute(
+                    "SELECT id, grp, message FROM relay WHERE id > ? AND origin != ? ORDER BY id",
+                    (self._last_id or 0, self.origin),
+                )
+                .fetchall()
+            )
             if rows:
                 self._last_id = max(self._last_id or 0, rows[-1][0])
             return rows

@@ -79,3 +79,15 @@ def test_overlapping_polls_deliver_each_message_once(tmp_path):
         return sum(reads), queued
 
     assert async_to_sync(scenario)() == (1, 1)
+
+
+def test_the_relay_table_stays_bounded_and_keeps_one_connection_per_thread(tmp_path, monkeypatch):
+    layer = RelayedInMemoryChannelLayer(path=str(tmp_path / "relay.sqlite3"), retention=10)
+    clock = [1_000.0]
+    monkeypatch.setattr("config.channel_layers.time.time", lambda: clock[0])
+    for _ in range(3):
+        layer._append("desk", {"type": "desk.event"})
+    clock[0] += 11  # the first three are now past their retention
+    layer._append("desk", {"type": "desk.event"})
+    assert layer._connect().execute("SELECT COUNT(*) FROM relay").fetchone()[0] == 1
+    assert layer._connect() is layer._connect()

@@ -10,10 +10,13 @@ the offline model, which reasons over them and never reads the prompt text.
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import re
+import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -36,6 +39,7 @@ from agents.roles._playbook import with_playbook
 from vocabulary.features import FeatureBundle
 
 T = TypeVar("T", bound=BaseModel)
+Result = TypeVar("Result")
 First = TypeVar("First")
 Second = TypeVar("Second")
 
@@ -96,7 +100,9 @@ def fenced(lines: Sequence[str]) -> str:
     return fence(list(lines)) if lines else "(none)"
 
 
+@functools.cache
 def _schema_text(schema: type[BaseModel]) -> str:
+    # A schema class never changes: its JSON is built once per process, not once per call.
     return json.dumps(schema.model_json_schema(), sort_keys=True, separators=(",", ":"))
 
 
@@ -234,11 +240,65 @@ def ask(
     return output, seen.model
 
 
+# Threads for the model calls of a fan-out (the analyst panel, bull and bear). One pool for the
+# process, not one per fan-out: starting threads cost more than an offline run's calls. Sized so
+# several runs executing in threads of one process do not queue behind each other's calls; idle
+# threads are reused before a new one starts, so a single run starts only as many as it needs.
+FAN_OUT_THREADS = 16
+_fan_out_lock = threading.Lock()
+_fan_out: tuple[int, ThreadPoolExecutor] | None = None
+_in_fan_out = threading.local()
+
+
+def _fan_out_pool() -> ThreadPoolExecutor:
+    """The process's pool; a forked child (replay workers) makes its own, as its parent's threads
+    did not come with it."""
+    global _fan_out
+    with _fan_out_lock:
+        if _fan_out is None or _fan_out[0] != os.getpid():
+            pool = ThreadPoolExecutor(max_workers=FAN_OUT_THREADS, thread_name_prefix="model-calls")
+            _fan_out = (os.getpid(), pool)
+        return _fan_out[1]
+
+
+def _marked(call: Callable[[], Result]) -> Callable[[], Result]:
+    def run() -> Result:
+        _in_fan_out.active = True
+        try:
+            return call()
+        finally:
+            _in_fan_out.active = False
+
+    return run
+
+
+def submit(call: Callable[[], Result]) -> Future[Result]:
+    """Start ``call`` on a thread of the process's pool. A call that fans out again from one of
+    those threads runs in place instead: waiting on the same pool from inside it could wait for a
+    thread that only it would free."""
+    if getattr(_in_fan_out, "active", False):
+        return run_here(call)
+    return _fan_out_pool().submit(_marked(call))
+
+
+def run_here(call: Callable[[], Result]) -> Future[Result]:
+    """``call`` run in this thread now, as a finished future (its error kept for ``result``)."""
+    future: Future[Result] = Future()
+    try:
+        future.set_result(call())
+    except BaseException as error:
+        future.set_exception(error)
+    return future
+
+
 def pair(first: Callable[[], First], second: Callable[[], Second]) -> tuple[First, Second]:
     """Two calls at once (bull and bear): they wait on the network, not on the CPU."""
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        first_future, second_future = pool.submit(first), pool.submit(second)
-        return first_future.result(), second_future.result()
+    first_future, second_future = submit(first), submit(second)
+    # Both finish before either's error is raised, as when each pair had its own pool: a failed
+    # call never leaves the other still recording while the stage is written up.
+    both: list[Future[Any]] = [first_future, second_future]
+    wait(both)
+    return first_future.result(), second_future.result()
 
 
 # --- text code writes ----------------------------------------------------------------------------

@@ -303,6 +303,11 @@ class RunContext:
     budget: recording.RunBudget
     outputs: RunOutputs
     lease: RunLease
+    # The run's account, found once per attempt (its limits and cash are read under its lock).
+    account: Account
+    # The stages with a row already (an earlier attempt started them): the others are inserted
+    # without looking first.
+    stage_rows: frozenset[str] = frozenset()
 
     @property
     def bundle(self) -> FeatureBundle:
@@ -398,7 +403,7 @@ def _stage_context(ctx: RunContext) -> ContextOutput:
     instrument = ctx.run.instrument
     # A replay's run reads its own replay's lessons beside the live ones; a live run, live ones only.
     # Named here from the run itself, so a replay run resumed by any worker reads the same memory.
-    replay_account = _account_of(ctx.run).pk if ctx.run.is_replay else None
+    replay_account = ctx.account.pk if ctx.run.is_replay else None
     hits = recording.memory_search(
         _memory_query(instrument, ctx.bundle),
         symbol=instrument.symbol,
@@ -619,7 +624,7 @@ def _stage_risk(ctx: RunContext) -> RiskOutput:
     trader = _finished(ctx.outputs.trader, "trader")
     thesis = trader.thesis
     with transaction.atomic():
-        account = account_lock(_account_of(run).pk)
+        account = account_lock(ctx.account.pk)
         if instrument.currency != account.currency:
             # The limits are in the account's money; without an exchange rate a USD price against
             # rupee capital would size the trade wrong by the whole rate.
@@ -788,7 +793,10 @@ def _stage_transaction() -> transaction.Atomic:
     return transaction.atomic(savepoint=not (mode is not None and mode.exclusive))
 
 
-def _start_stage(run: PipelineRun, stage: str, lease: RunLease) -> StageRun:
+def _start_stage(run: PipelineRun, stage: str, lease: RunLease, *, has_row: bool = True) -> StageRun:
+    """The stage's row, marked running. ``has_row`` False: no attempt started this stage before
+    (read when this attempt began), so the row is inserted without looking; no other attempt can
+    add it meanwhile, as it would need the lease this one holds (checked in the same transaction)."""
     mode = _replay_runs.get()
     if mode is not None and mode.exclusive:
         return StageRun.objects.create(
@@ -796,9 +804,17 @@ def _start_stage(run: PipelineRun, stage: str, lease: RunLease) -> StageRun:
         )
     with transaction.atomic():
         lease.hold()
-        record, created = StageRun.objects.get_or_create(
-            run=run, stage=stage, defaults={"position": STAGES.index(stage), "status": StageRun.Status.RUNNING}
-        )
+        if has_row:
+            record, created = StageRun.objects.get_or_create(
+                run=run, stage=stage, defaults={"position": STAGES.index(stage), "status": StageRun.Status.RUNNING}
+            )
+        else:
+            record, created = (
+                StageRun.objects.create(
+                    run=run, stage=stage, position=STAGES.index(stage), status=StageRun.Status.RUNNING
+                ),
+                True,
+            )
         if not created:
             StageRun.objects.filter(pk=record.pk).update(
                 status=StageRun.Status.RUNNING, error="", started_at=timezone.now()
@@ -877,19 +893,30 @@ def pipeline_run_execute(run_id: int, *, stop_after: str | None = None) -> Pipel
         lease.release()
 
 
-def _finished_outputs(run: PipelineRun, lease: RunLease) -> RunOutputs | None:
-    """The stages an earlier attempt finished, read back (never run again); None when one of them
-    does not read as its stage's shape (a newer desk's row): the run has then failed with why, as
-    no later attempt would read it better."""
+@dataclass(frozen=True)
+class _Stored:
+    """What earlier attempts left: the finished stages' outputs, and every stage with a row."""
+
+    outputs: RunOutputs
+    stage_rows: frozenset[str]
+
+
+def _finished_outputs(run: PipelineRun, lease: RunLease) -> _Stored | None:
+    """The stages an earlier attempt finished, read back (never run again), and the stages it
+    started (their rows exist); None when a finished one does not read as its stage's shape (a
+    newer desk's row): the run has then failed with why, as no later attempt would read it better."""
     mode = _replay_runs.get()
     if mode is not None and mode.exclusive:
-        return RunOutputs.from_stored({})  # made a moment ago in this transaction: no stage has run
-    stored = StageRun.objects.filter(run=run, status=StageRun.Status.DONE).values_list("stage", "output")
+        # Made a moment ago in this transaction: no stage has run.
+        return _Stored(outputs=RunOutputs.from_stored({}), stage_rows=frozenset())
+    rows = list(StageRun.objects.filter(run=run).values_list("stage", "status", "output"))
+    done = {stage: output for stage, status, output in rows if status == StageRun.Status.DONE}
     try:
-        return RunOutputs.from_stored(dict(stored))
+        outputs = RunOutputs.from_stored(done)
     except StageOutputUnreadable as error:
         _finish(run, PipelineRun.Status.FAILED, f"cannot resume: {error}", lease)
         return None
+    return _Stored(outputs=outputs, stage_rows=frozenset(stage for stage, _, _ in rows))
 
 
 def _choose_model(run: PipelineRun, lease: RunLease) -> ModelChoice | None:
@@ -920,11 +947,11 @@ def _directives_seen(run: PipelineRun) -> list[DirectiveSeen]:
     ]
 
 
-def _run_snapshot(run: PipelineRun, choice: ModelChoice) -> RunSnapshot:
+def _run_snapshot(run: PipelineRun, choice: ModelChoice, account: Account) -> RunSnapshot:
     """What the run uses, as it stands now: its account, the limits in force (the account's,
     tightened or loosened by the strategy), the strategy's mandate and the critique directives in
     force (which its context stage shows the agents), the provider and models."""
-    account, strategy = _account_of(run), _strategy_of(run)
+    strategy = _strategy_of(run)
     limits = dataclasses.asdict(risk_limits(account, strategy))
     return RunSnapshot(
         account=account.name,
@@ -941,10 +968,10 @@ def _run_snapshot(run: PipelineRun, choice: ModelChoice) -> RunSnapshot:
     )
 
 
-def _snapshot_once(run: PipelineRun, lease: RunLease, choice: ModelChoice) -> None:
+def _snapshot_once(run: PipelineRun, lease: RunLease, choice: ModelChoice, account: Account) -> None:
     """Keep what the run uses, on its first attempt only: a resumed run keeps the snapshot of the
     attempt that started it, whatever changed since. Only while this attempt holds the run."""
-    snapshot = _run_snapshot(run, choice).model_dump(mode="json")
+    snapshot = _run_snapshot(run, choice, account).model_dump(mode="json")
     written = PipelineRun.objects.filter(pk=run.pk, used__isnull=True, lease_owner=lease.owner).update(used=snapshot)
     if written:
         run.used = snapshot
@@ -965,7 +992,7 @@ def _ending_after(output: StageOutput) -> _Ending:
 def _run_stage(ctx: RunContext, stage: str) -> StageOutput | None:
     """One stage, stored; None when it failed (the run is then finished as failed, with why)."""
     ctx.budget.refresh()
-    record = _start_stage(ctx.run, stage, ctx.lease)
+    record = _start_stage(ctx.run, stage, ctx.lease, has_row=stage in ctx.stage_rows)
     try:
         output = STAGE_FUNCTIONS[stage](ctx)
     except (StageFailed, BudgetExceeded) as error:
@@ -986,17 +1013,19 @@ def _run_stage(ctx: RunContext, stage: str) -> StageOutput | None:
 def _execute(
     run: PipelineRun, lease: RunLease, recorder: WakingRecorder, progress: _Progress, *, stop_after: str | None
 ) -> PipelineRun:
-    done = _finished_outputs(run, lease)
-    if done is None:
+    stored = _finished_outputs(run, lease)
+    if stored is None:
         return run
-    if not done.has("risk") and (held := _held(run, _account_of(run))):
+    done = stored.outputs
+    account = _account_of(run)
+    if not done.has("risk") and (held := _held(run, account)):
         # Checked first so a busy instrument costs no model call; checked again under the lock.
         _finish(run, PipelineRun.Status.HELD, held, lease)
         return run
     choice = _choose_model(run, lease)
     if choice is None:
         return run
-    _snapshot_once(run, lease, choice)
+    _snapshot_once(run, lease, choice, account)
     mode = _replay_runs.get()
     budget = recording.RunBudget(
         run_id=run.pk,
@@ -1005,7 +1034,16 @@ def _execute(
         # Made a moment ago in this transaction: no call of it is stored yet.
         fresh=mode is not None and mode.exclusive,
     )
-    ctx = RunContext(run=run, choice=choice, recorder=recorder, budget=budget, outputs=done, lease=lease)
+    ctx = RunContext(
+        run=run,
+        choice=choice,
+        recorder=recorder,
+        budget=budget,
+        outputs=done,
+        lease=lease,
+        account=account,
+        stage_rows=stored.stage_rows,
+    )
     for stage in [stage for stage in STAGES if not done.has(stage)]:
         progress.stage = stage
         output = _run_stage(ctx, stage)

@@ -8,11 +8,12 @@ the model in threads (they wait on the network, not on the CPU). A failed analys
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, wait
 
 from agents.domain.llm import Budget, ModelChoice, ModelRequest, NullRecorder, Recorder, RetryPolicy, StageFailed
-from agents.roles._base import OFFLINE_PROVIDER, ask, guard
+from agents.roles._base import OFFLINE_PROVIDER, ask, guard, run_here, submit
 from agents.roles.analysts.fundamental import fundamental_abstention, fundamental_request
 from agents.roles.analysts.news import news_abstention, news_request
 from agents.roles.analysts.note import ANALYST_ROLES, AnalystNote, Playbook, model_vote
@@ -108,9 +109,9 @@ def run_analysts(
     max_workers: int = 4,
     retry: RetryPolicy | None = None,
 ) -> dict[str, AnalystResult]:
-    """The four analysts, concurrently. A failed analyst comes back as its ``StageFailed`` so the
-    caller can apply the quorum; abstentions are notes made without a model call. ``playbook`` is
-    the active playbook every analyst may cite."""
+    """The four analysts, concurrently (``max_workers`` 1: one after another). A failed analyst
+    comes back as its ``StageFailed`` so the caller can apply the quorum; abstentions are notes made
+    without a model call. ``playbook`` is the active playbook every analyst may cite."""
     recorder = recorder or NullRecorder()
     results: dict[str, AnalystResult] = {}
     calling: list[str] = []
@@ -121,23 +122,24 @@ def run_analysts(
         else:
             results[role] = note
     if calling:
-        with ThreadPoolExecutor(max_workers=max(1, max_workers)) as pool:
-            futures = {
-                role: pool.submit(
-                    _analyst,
-                    choice,
-                    role,
-                    bundle,
-                    memory_block=memory_block,
-                    playbook=playbook,
-                    research_signals=research_signals,
-                    recorder=recorder,
-                    budget=budget,
-                    retry=retry,
-                )
-                for role in calling
-            }
-            results.update({role: future.result() for role, future in futures.items()})
+        futures: dict[str, Future[AnalystResult]] = {}
+        for role in calling:
+            call = functools.partial(
+                _analyst,
+                choice,
+                role,
+                bundle,
+                memory_block=memory_block,
+                playbook=playbook,
+                research_signals=research_signals,
+                recorder=recorder,
+                budget=budget,
+                retry=retry,
+            )
+            # ``max_workers`` 1: one after another, in this thread (same calls, same order).
+            futures[role] = submit(call) if max_workers > 1 else run_here(call)
+        wait(futures.values())  # all finish before any error is raised, as with a pool of its own
+        results.update({role: future.result() for role, future in futures.items()})
     return {role: results[role] for role in ANALYST_ROLES}
 
 
