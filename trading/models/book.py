@@ -129,6 +129,10 @@ class Order(models.Model):
 
     class Meta:
         ordering = ["-placed_at", "-id"]
+        indexes = [
+            # The book pass and the limits read an account's few working orders among all it ever had.
+            models.Index(fields=["account", "status"], name="order_live_by_account"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.side} {self.quantity} {self.instrument_id} ({self.status})"
@@ -176,6 +180,8 @@ class Position(models.Model):
         indexes = [
             # A review's period: the positions an account closed between two days.
             models.Index(fields=["account", "closed_on"], name="position_by_account_close"),
+            # The book pass and the limits read an account's few open positions among all it ever had.
+            models.Index(fields=["account", "status"], name="position_live_by_account"),
         ]
 
     def __str__(self) -> str:
