@@ -3,7 +3,7 @@
 Run from the project root:
 
     .venv/bin/python bench/replay.py [--days N] [--quick] [--keep] [--paths plain,fast] [--instruments N]
-                                     [--scale [NxY ...]]
+                                     [--workers N] [--scale [NxY ...]]
 
 One strategy over the 12 demo instruments (``seed_demo``), replayed over the last N sessions of the
 demo (default 250, about a year; ``--quick`` 30) with the offline model, approval policy ``all``
@@ -26,7 +26,10 @@ reviews, realised PnL), and the split of the wall time:
 Both paths are timed in the same run, plain (before) then fast (after), on the same window: the
 comparison prints each one's wall time, runs per second and ms per session in the first and the
 last month, and the speed-up. ``--scale`` replays synthetic universes (instruments x years) on the
-fast path, each in a fresh process, and prints wall time and peak memory per point.
+fast path, each in a fresh process, and prints wall time and peak memory per point. ``--workers N``
+runs each day's pipeline runs of the fast path (and of the scaling points) in N worker processes;
+their steps are then timed inside the workers, so the split shows the parent's share only, and the
+peak memory adds the largest worker's.
 """
 
 from __future__ import annotations
@@ -132,6 +135,7 @@ def timed_steps(strict: bool) -> Iterator[StepTimes]:
     times.wrap(review_receivers, "position_review", "reviews", tolerate)  # the replay's review receiver
     times.wrap(replay, "pipeline_run_create", "pipeline_run_create")
     times.wrap(replay, "pipeline_run_execute", "pipeline_run_execute")
+    times.wrap(replay, "_runs_in_workers", "runs in workers")
     times.wrap(replay, "thesis_approve", "approvals")
     times.wrap(approvals, "thesis_staleness", "staleness check")
     times.wrap(broker, "order_place", "order placement")
@@ -181,6 +185,7 @@ def use_replay_settings() -> None:
 @dataclass
 class ReplayResult:
     wall_s: float
+    cpu_s: float  # this process's and its finished workers' user + system seconds: what load does not inflate
     day_seconds: list[float]
     approved: int
     refused: Counter[str]
@@ -196,14 +201,16 @@ def refusal_kind(text: str) -> str:
 
 
 def run_replay(
-    strategy: object, sessions: list[dt.date], progress: bool, strict: bool, fast: bool = False
+    strategy: object, sessions: list[dt.date], progress: bool, strict: bool, fast: bool = False, workers: int = 1
 ) -> ReplayResult:
     """The replay through ``replay_strategy``: the plain path (``fast`` False: each run reads and
-    writes as a live run does) or the fast one (inputs read once, each day in one transaction)."""
+    writes as a live run does) or the fast one (inputs read once, each day in one transaction, or,
+    with ``workers`` > 1, the day's runs side by side in that many processes)."""
     from trading.strategies.replay import ApprovalPolicy, replay_strategy
 
     approved, refused, decisions, day_seconds = 0, Counter(), Counter(), []
     budget_before_ms, _ = budget_read_ms()
+    cpu_before = cpu_seconds()
     with timed_steps(strict) as steps:
         started = last = time.perf_counter()
         days = replay_strategy(
@@ -212,7 +219,8 @@ def run_replay(
             end=sessions[-1],
             policy=ApprovalPolicy.parse("all"),
             fast=fast,
-            atomic_days=fast,
+            atomic_days=fast and workers <= 1,
+            workers=workers if fast else 1,
         )
         for index, day in enumerate(days, start=1):
             now = time.perf_counter()
@@ -224,7 +232,13 @@ def run_replay(
             if progress and index % 25 == 0:
                 print(f"  ... {index}/{len(sessions)} sessions, {now - started:.0f} s", file=sys.stderr, flush=True)
         wall = time.perf_counter() - started
-    return ReplayResult(wall, day_seconds, approved, refused, decisions, steps, budget_before_ms)
+    cpu = cpu_seconds() - cpu_before  # the workers are joined (and counted) when the replay ends
+    return ReplayResult(wall, cpu, day_seconds, approved, refused, decisions, steps, budget_before_ms)
+
+
+def cpu_seconds() -> float:
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
 
 
 # --- reading the record back -----------------------------------------------------------------------
@@ -353,17 +367,24 @@ def print_split(result: ReplayResult, record: ReplayRecord) -> None:
     print(share_line("marks and exit checks", marks, wall, indent=4))
     print(share_line("pipeline_run_create", seconds["pipeline_run_create"], wall, calls["pipeline_run_create"]))
     execute = seconds["pipeline_run_execute"]
-    print(share_line("pipeline_run_execute", execute, wall, calls["pipeline_run_execute"]))
     runs = len(record.stages_by_run)
-    for stage in STAGES:
-        print(share_line(f"stage {stage}", record.stage_total(stage), wall, runs, indent=4))
-    between = execute - sum(record.stage_total(stage) for stage in STAGES)
-    print(share_line(BETWEEN_STAGES, between, wall, runs, indent=4))
+    if calls["runs in workers"]:  # created and executed in the workers: the parent only waits
+        execute = seconds["runs in workers"]
+        print(share_line("runs in workers (waited for)", execute, wall, calls["runs in workers"]))
+        print("    (stages summed over the workers, which overlap: shares of the wall, not of it)")
+        for stage in STAGES:
+            print(share_line(f"stage {stage}", record.stage_total(stage), wall, runs, indent=4))
+    else:
+        print(share_line("pipeline_run_execute", execute, wall, calls["pipeline_run_execute"]))
+        for stage in STAGES:
+            print(share_line(f"stage {stage}", record.stage_total(stage), wall, runs, indent=4))
+        between = execute - sum(record.stage_total(stage) for stage in STAGES)
+        print(share_line(BETWEEN_STAGES, between, wall, runs, indent=4))
     print(share_line("approvals (thesis_approve)", seconds["approvals"], wall, calls["approvals"]))
     for label in ("staleness check", "order placement"):
         print(share_line(label, seconds[label], wall, calls[label], indent=4))
     print(share_line("decision (strategy_run_decide)", seconds["decision"], wall, calls["decision"]))
-    timed = sum(seconds[k] for k in ("setup", "book pass", "pipeline_run_create", "pipeline_run_execute"))
+    timed = sum(seconds[k] for k in ("setup", "book pass", "pipeline_run_create")) + execute
     timed += seconds["approvals"] + seconds["decision"]
     print(share_line("rest of the loop", wall - timed, wall))
     print("  (rest: the day's strategy run row, one bar-exists query per instrument, the thesis fetch, the policy)")
@@ -396,6 +417,7 @@ def print_drift(result: ReplayResult, record: ReplayRecord) -> None:
     rows = {"session (whole day)": result.day_seconds}
     rows["book pass (positions_mark)"] = [seconds for _, seconds in result.steps.samples["book pass"]]
     rows.update(run_pieces(result, record))
+    rows["runs in workers (waited for)"] = [seconds for _, seconds in result.steps.samples["runs in workers"]]
     for label, values in rows.items():
         if not values:
             continue
@@ -487,10 +509,16 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--keep", action="store_true", help="keep the temp directory (its path is printed)")
     parser.add_argument(
         "--paths",
-        default="plain,fast",
-        help="which replay paths to time, in order (plain = today's, fast = inputs read once); default both",
+        help="which replay paths to time, in order (plain = each run as live, fast = inputs read once, workers = "
+        "the fast path with --workers processes); default plain,fast, and workers too when --workers N > 1",
     )
     parser.add_argument("--instruments", type=int, default=0, help="only the first N demo instruments (default all 12)")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="worker processes for each day's pipeline runs on the fast path (default 1)",
+    )
     parser.add_argument(
         "--scale",
         nargs="*",
@@ -500,15 +528,21 @@ def parse_arguments() -> argparse.Namespace:
     )
     parser.add_argument("--scale-point", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.paths is None:
+        args.paths = "plain,fast,workers" if args.workers > 1 else "plain,fast"
     args.paths = [path.strip() for path in args.paths.split(",") if path.strip()]
-    if set(args.paths) - {"plain", "fast"}:
-        parser.error("--paths takes plain and/or fast")
+    if set(args.paths) - {"plain", "fast", "workers"}:
+        parser.error("--paths takes plain, fast and/or workers")
+    if "workers" in args.paths and args.workers < 2:
+        parser.error("the workers path needs --workers N (at least 2)")
     if args.scale is not None and not args.scale:
         args.scale = ["6x0.1", "12x0.1", "6x0.2"]
     if args.quick:
         args.days = QUICK_DAYS
     if args.days < 1:
         parser.error("--days must be at least 1")
+    if args.workers < 1:
+        parser.error("--workers must be at least 1")
     return args
 
 
@@ -530,8 +564,11 @@ def bench(args: argparse.Namespace, data_dir: Path) -> None:
     walls: dict[str, ReplayResult] = {}
     records: dict[str, ReplayRecord] = {}
     for path in args.paths:
-        print(f"\n=== the {path} path ===")
-        result = run_replay(strategy, sessions, progress=not args.no_progress, strict=args.strict, fast=path == "fast")
+        print(f"\n=== the {path} path{f' ({args.workers} processes)' if path == 'workers' else ''} ===")
+        workers = args.workers if path == "workers" else 1
+        result = run_replay(
+            strategy, sessions, progress=not args.no_progress, strict=args.strict, fast=path != "plain", workers=workers
+        )
         record = read_record(strategy)
         walls[path], records[path] = result, record
         print_outcome(result, record, sessions)
@@ -556,28 +593,35 @@ def print_comparison(results: dict[str, ReplayResult], records: dict[str, Replay
     per-session time stays flat from the first month to the last."""
     print("\nBefore and after (same machine, same run, same window):")
     print(
-        f"  {'path':<6} {'wall s':>9} {'runs/s':>8} {'ms/session 1st month':>21} {'last month':>11} {'last/first':>10}"
+        f"  {'path':<7} {'wall s':>9} {'cpu s':>8} {'runs/s':>8} {'ms/session 1st month':>21} {'last month':>11} "
+        f"{'last/first':>10}"
     )
     for path, result in results.items():
         runs = sum(records[path].runs.values())
         first, last = month_means(result.day_seconds)
         print(
-            f"  {path:<6} {result.wall_s:9.1f} {runs / result.wall_s:8.1f} {first * 1000:21.0f} {last * 1000:11.0f} "
-            f"{last / first:10.2f}"
+            f"  {path:<7} {result.wall_s:9.1f} {result.cpu_s:8.1f} {runs / result.wall_s:8.1f} {first * 1000:21.0f} "
+            f"{last * 1000:11.0f} {last / first:10.2f}"
         )
-    if {"plain", "fast"} <= results.keys():
-        speedup = results["plain"].wall_s / results["fast"].wall_s
-        same = records["plain"].realised == records["fast"].realised and records["plain"].runs == records["fast"].runs
+    if "plain" not in results:
+        return
+    plain = records["plain"]
+    for path in [path for path in results if path != "plain"]:
+        speedup = results["plain"].wall_s / results[path].wall_s
+        cpu_ratio = results["plain"].cpu_s / results[path].cpu_s
+        same = records[path].realised == plain.realised and records[path].runs == plain.runs
         print(
-            f"  fast path: {speedup:.2f}x the plain path's speed; realised PnL and run statuses "
-            f"{'identical' if same else 'DIFFER'} (₹{records['fast'].realised:,.2f})"
+            f"  {path} path: {speedup:.2f}x the plain path's speed ({cpu_ratio:.2f}x less CPU); realised PnL and "
+            "run statuses "
+            f"{'identical' if same else 'DIFFER'} (₹{records[path].realised:,.2f})"
         )
 
 
-def scale_point(instruments: int, years: float, seed: int = 11) -> None:
+def scale_point(instruments: int, years: float, workers: int = 1, seed: int = 11) -> None:
     """One point of the scaling run, in this (child) process: ``instruments`` synthetic instruments
     with a year of history before a window of ``years`` years, replayed on the fast path; prints
-    one line the parent reads: wall seconds, sessions, runs and the peak resident memory."""
+    one line the parent reads: wall seconds, sessions, runs, ms per session in the first and the
+    last month, and the peak resident memory of this process and of its largest worker."""
     import resource
 
     from django.core.management import call_command
@@ -594,22 +638,34 @@ def scale_point(instruments: int, years: float, seed: int = 11) -> None:
     universe = create_universe(instruments, sessions, seed)
     strategy = Strategy.objects.create(name=STRATEGY_NAME, philosophy="Trend swings, 2R targets.", provider="offline")
     strategy.universe.set(universe)
-    result = run_replay(strategy, sessions[-window:], progress=False, strict=False, fast=True)
+    result = run_replay(strategy, sessions[-window:], progress=False, strict=False, fast=True, workers=workers)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    worker_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024 if workers > 1 else 0
     runs = PipelineRun.objects.count()
-    print(f"SCALE {instruments} {years} {result.wall_s:.2f} {window} {runs} {peak_mb:.0f}")
+    first, last = month_means(result.day_seconds)
+    print(
+        f"SCALE {instruments} {years} {result.wall_s:.2f} {window} {runs} {peak_mb:.0f} {worker_mb:.0f} "
+        f"{first * 1000:.0f} {last * 1000:.0f}"
+    )
 
 
-def scaling(points: list[str]) -> None:
-    """Each point in a fresh process (its own throwaway database, its own peak memory)."""
+def scaling(points: list[str], workers: int = 1) -> None:
+    """Each point in a fresh process (its own throwaway database, its own peak memory). Wall and
+    memory should grow with the runs (instruments x years), the ms per session with the
+    instruments only: the last month as slow as the first."""
     import subprocess
 
-    print("\nScaling (fast path, synthetic instruments, offline model; each point a fresh process):")
-    print(f"  {'instruments':>11} {'years':>5} {'sessions':>8} {'runs':>7} {'wall s':>8} {'runs/s':>7} {'peak MB':>8}")
+    print(
+        f"\nScaling (fast path, {workers} worker(s), synthetic instruments, offline model; each point a fresh process):"
+    )
+    print(
+        f"  {'instruments':>11} {'years':>5} {'sessions':>8} {'runs':>7} {'wall s':>8} {'runs/s':>7} {'peak MB':>8} "
+        f"{'worker MB':>9} {'ms/session 1st month':>21} {'last month':>10}"
+    )
     for point in points:
         instruments, years = point.split("x")
         completed = subprocess.run(
-            [sys.executable, __file__, "--scale-point", f"{instruments}x{years}"],
+            [sys.executable, __file__, "--scale-point", f"{instruments}x{years}", "--workers", str(workers)],
             capture_output=True,
             text=True,
             check=False,
@@ -618,10 +674,11 @@ def scaling(points: list[str]) -> None:
         if line is None:
             print(f"  {point}: failed\n{completed.stderr[-2000:]}")
             continue
-        _, count, span, wall, window, runs, peak = line.split()
+        _, count, span, wall, window, runs, peak, worker_peak, first, last = line.split()
         print(
             f"  {int(count):>11} {float(span):>5g} {int(window):>8} {int(runs):>7} {float(wall):>8.1f} "
-            f"{int(runs) / float(wall):>7.1f} {float(peak):>8.0f}"
+            f"{int(runs) / float(wall):>7.1f} {float(peak):>8.0f} {float(worker_peak):>9.0f} {float(first):>21.0f} "
+            f"{float(last):>10.0f}"
         )
 
 
@@ -633,7 +690,7 @@ def main() -> None:
         try:
             use_throwaway_database(data_dir)
             instruments, years = args.scale_point.split("x")
-            scale_point(int(instruments), float(years))
+            scale_point(int(instruments), float(years), workers=args.workers)
         finally:
             shutil.rmtree(data_dir, ignore_errors=True)
         return
@@ -645,7 +702,7 @@ def main() -> None:
         if args.paths:
             bench(args, data_dir)
         if args.scale:
-            scaling(args.scale)
+            scaling(args.scale, workers=args.workers)
     finally:
         if args.keep:
             print(f"\nKept {data_dir}")

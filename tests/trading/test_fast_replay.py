@@ -28,10 +28,15 @@ from trading.strategies.replay import ApprovalPolicy, replay_sessions, replay_st
 
 SYMBOLS = 3
 SESSIONS = 30
+WORKER_SESSIONS = 12
 
 
 @pytest.fixture
 def demo_strategy(db, settings) -> Strategy:
+    return _demo_strategy(settings)
+
+
+def _demo_strategy(settings) -> Strategy:
     """Three demo instruments (bars, news, fundamentals, macro readings) over a month of sessions,
     with room for every idea, so approvals, fills, exits and reviews all happen."""
     settings.BROKER = {**settings.BROKER, "FILL_POLICY": "next_open"}
@@ -131,3 +136,47 @@ def without_ids(value: object) -> object:
 def _up_to(record: dict[str, list], pivot: dt.date) -> dict[str, list]:
     """What was decided on or before ``pivot``: the runs, notes, debates and theses of those days."""
     return {part: [row for row in record[part] if row[0] <= pivot] for part in ("runs", "notes", "debates", "theses")}
+
+
+@pytest.fixture
+def committed_demo_strategy(transactional_db, settings) -> Strategy:
+    """``demo_strategy`` committed: worker processes read the database through their own
+    connections, so nothing may wait in the test's transaction."""
+    return _demo_strategy(settings)
+
+
+def test_worker_processes_leave_every_row_of_the_sequential_fast_path(committed_demo_strategy):
+    strategy = committed_demo_strategy
+    days = window(strategy)[-WORKER_SESSIONS:]
+
+    sequential = replay(strategy, days, fast=True)
+    list(
+        replay_strategy(
+            strategy=strategy,
+            start=days[0],
+            end=days[-1],
+            policy=ApprovalPolicy.parse("all"),
+            fast=True,
+            workers=2,
+        )
+    )
+    parallel = full_record(strategy)
+
+    assert len(sequential["runs"]) == SYMBOLS * WORKER_SESSIONS
+    assert sequential["theses"] and sequential["orders"] and sequential["positions"], "a replay that trades"
+    for part in sequential:
+        assert without_ids(parallel[part]) == without_ids(sequential[part]), part
+
+
+def test_workers_refuse_what_they_cannot_keep_identical(demo_strategy):
+    days = window(demo_strategy)
+    policy = ApprovalPolicy.parse("all")
+    for options in ({"fast": False}, {"fast": True, "atomic_days": True}):
+        with pytest.raises(ValueError, match="workers"):
+            next(
+                replay_strategy(
+                    strategy=demo_strategy, start=days[0], end=days[-1], policy=policy, workers=2, **options
+                )
+            )
+    with pytest.raises(ValueError, match="inside a transaction"):  # the test's own transaction
+        next(replay_strategy(strategy=demo_strategy, start=days[0], end=days[-1], policy=policy, fast=True, workers=2))

@@ -117,7 +117,23 @@ def test_the_command_shows_progress_and_a_summary(strategy, instrument_with_bars
     assert "5/5" in captured.err  # the progress bar
 
 
+@pytest.mark.django_db(transaction=True)  # worker processes read what the command committed
+def test_the_command_runs_a_days_pipeline_runs_in_worker_processes(strategy, instrument_with_bars, capsys):
+    start, end = _days(instrument_with_bars, 250, 254)
+    _replay(strategy, start, end)
+    sequential = _record(strategy)
+
+    call_command("replay", "--strategy", "swing", "--from", str(start), "--to", str(end), "--workers", "2")
+
+    assert "Replayed swing over 5 session(s)" in capsys.readouterr().out
+    assert _record(strategy) == sequential
+
+
 def test_the_command_names_the_problem(strategy):
+    with pytest.raises(CommandError, match="--workers needs the fast path"):
+        call_command(
+            "replay", "--strategy", "swing", "--from", "2024-01-01", "--to", "2024-02-01", "--plain", "--workers", "2"
+        )
     with pytest.raises(CommandError, match="no strategy named 'nope'; strategies: swing"):
         call_command("replay", "--strategy", "nope", "--from", "2024-01-01", "--to", "2024-02-01")
     with pytest.raises(CommandError, match="is after"):

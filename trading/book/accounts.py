@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import datetime as dt
 from decimal import Decimal
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from django.conf import settings
-from django.db.models import DecimalField, F, QuerySet, Sum
+from django.db.models import Aggregate, Count, DecimalField, F, Q, QuerySet, Sum
+from django.db.models.expressions import CombinedExpression
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -94,6 +95,21 @@ def _working(account: Account, exclude_order_id: int | None) -> QuerySet[Order]:
     return orders.exclude(pk=exclude_order_id) if exclude_order_id else orders
 
 
+class _Sums(NamedTuple):
+    value: Decimal
+    how_many: int
+    instrument: Decimal
+
+
+def _sums(rows: QuerySet, value: CombinedExpression, instrument_id: int | None) -> _Sums:
+    """How many ``rows``, their ``value`` summed, and the part of it in ``instrument_id`` (0 when None)."""
+    sums: dict[str, Aggregate] = {"value": Sum(value, output_field=DecimalField()), "count": Count("pk")}
+    if instrument_id is not None:
+        sums["instrument"] = Sum(value, filter=Q(instrument_id=instrument_id), output_field=DecimalField())
+    found = rows.aggregate(**sums)
+    return _Sums(found["value"] or Decimal(0), found["count"], found.get("instrument") or Decimal(0))
+
+
 def account_portfolio(
     account: Account,
     *,
@@ -106,26 +122,13 @@ def account_portfolio(
     are approved), and the day's loss as the net realised PnL of positions closed on ``today``.
     ``exclude_order_id`` leaves out the order being filled, which is checked on its own."""
     account.refresh_from_db(fields=["cash"])
+    # One query per table: the count, the total and the instrument's share summed together (the
+    # same sums the database made one by one before; one instrument holds at most one live idea).
     open_positions = Position.objects.filter(account=account, status=Position.Status.OPEN)
-    marked = F("quantity") * Coalesce("last_mark", "entry_price")
-    position_value = open_positions.aggregate(value=Sum(marked, output_field=DecimalField()))["value"] or Decimal(0)
-    working = _working(account, exclude_order_id)
-    working_value = working.aggregate(value=Sum(F("quantity") * F("thesis__entry"), output_field=DecimalField()))[
-        "value"
-    ] or Decimal(0)
-    instrument_value = Decimal(0)
-    if instrument_id is not None:
-        instrument_value = (
-            open_positions.filter(instrument_id=instrument_id).aggregate(
-                value=Sum(marked, output_field=DecimalField())
-            )["value"]
-            or Decimal(0)
-        ) + (
-            working.filter(instrument_id=instrument_id).aggregate(
-                value=Sum(F("quantity") * F("thesis__entry"), output_field=DecimalField())
-            )["value"]
-            or Decimal(0)
-        )
+    held = _sums(open_positions, F("quantity") * Coalesce("last_mark", "entry_price"), instrument_id)
+    working = _sums(_working(account, exclude_order_id), F("quantity") * F("thesis__entry"), instrument_id)
+    position_value, working_value = held.value, working.value
+    instrument_value = held.instrument + working.instrument
     day = today or timezone.localdate()
     realised_today = Position.objects.filter(account=account, status=Position.Status.CLOSED, closed_on=day).aggregate(
         total=Sum("realised_pnl")
@@ -133,8 +136,8 @@ def account_portfolio(
     return PortfolioState(
         capital=account.capital,
         available_cash=account.cash - working_value,
-        open_positions=open_positions.count(),
-        working_orders=working.count(),
+        open_positions=held.how_many,
+        working_orders=working.how_many,
         gross_exposure=position_value + working_value,
         instrument_exposure=instrument_value,
         realised_loss_today=max(Decimal(0), -realised_today),

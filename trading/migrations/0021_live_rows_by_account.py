@@ -11,6 +11,10 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.AddIndex(
+            model_name='thesis',
+            index=models.Index(fields=['account', 'instrument', 'status'], name='thesis_live_by_instrument'),
+        ),
+        migrations.AddIndex(
             model_name='order',
             index=models.Index(fields=['account', 'status'], name='order_live_by_account'),
         ),

@@ -94,6 +94,8 @@ class Thesis(models.Model):
             # The approval queue: by status, best conviction first, newest first.
             models.Index(fields=["status", "-conviction", "-created_at", "-id"], name="thesis_queue"),
             models.Index(fields=["-conviction", "-created_at", "-id"], name="thesis_queue_all"),
+            # One live idea per instrument: an account's pending thesis in an instrument, among all it had.
+            models.Index(fields=["account", "instrument", "status"], name="thesis_live_by_instrument"),
         ]
 
     def __str__(self) -> str:

@@ -10,15 +10,17 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import logging
+import multiprocessing
 import re
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import partial
 from typing import TYPE_CHECKING
 
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.db import connection, connections, transaction
 
 from agents.domain.memory import replay_scope
 from agents.models import MemoryEntry
@@ -130,7 +132,11 @@ def _close_approval_window(run_ids: list[int], day: dt.date) -> None:
     """The replay's approval window is its own day: what the policy did not approve expires, as
     a live thesis does when nobody decides, so it holds no instrument the next day."""
     left = Thesis.objects.filter(run_id__in=run_ids, status=Thesis.Status.PENDING)
-    for thesis_id in left.values_list("pk", flat=True):
+    # Newest first, as the theses' own order lists them; "newest" by the runs' order, which worker
+    # processes do not keep in the rows' creation times.
+    position = {run_id: index for index, run_id in enumerate(run_ids)}
+    expiring = sorted(((position[run_id], pk) for pk, run_id in left.values_list("pk", "run_id")), reverse=True)
+    for _, thesis_id in expiring:
         audit_record(
             actor_label=REPLAY_USER,
             action="thesis_expired",
@@ -163,6 +169,7 @@ def replay_strategy(
     resume_after: dt.date | None = None,
     atomic_days: bool = False,
     fast: bool = False,
+    workers: int = 1,
 ) -> Generator[ReplayDay, None, None]:
     """Run the strategy's daily loop over history. Each day: the book is marked on that day's bar
     (waiting orders fill at its open; stops, targets and horizons close positions and are reviewed
@@ -175,7 +182,17 @@ def replay_strategy(
 
     ``resume_after`` continues a replay that stopped after that day: nothing is cleared, and the
     days after it run on the account as the stopped replay left it. ``atomic_days`` writes each
-    day in one transaction, so a day that fails leaves nothing and a resume redoes it whole."""
+    day in one transaction, so a day that fails leaves nothing and a resume redoes it whole.
+
+    ``workers`` > 1 (fast path only) runs each day's pipeline runs in that many worker processes:
+    they are independent (each reads the book as the day's book pass left it), while the book pass
+    before them and the approvals after them stay in this process, in the sequential order, so the
+    record is the same. A day is then written in steps (its runs commit before the approvals), so
+    it cannot be one transaction: ``atomic_days`` must be False."""
+    if workers > 1 and (not fast or atomic_days):
+        raise ValueError("replay workers need the fast path and days not written in one transaction")
+    if workers > 1 and connection.in_atomic_block:
+        raise ValueError("replay workers cannot start inside a transaction: they read what it has not committed")
     if resume_after is None:
         replay_clear(strategy)
     account = replay_account(strategy.name)
@@ -189,6 +206,7 @@ def replay_strategy(
         review=partial(_review_or_record, lessons_to_live=lessons_to_live),
     )
     days = [day for day in replay_sessions(strategy, start, end) if resume_after is None or day > resume_after]
+    mode: ReplayRuns | None = None
     if fast and days:
         # Read once for the whole window: the universe (it does not change while a replay runs)
         # and every input its runs read as of their day.
@@ -196,12 +214,74 @@ def replay_strategy(
         cache = ReplayCache(instruments, start=days[0], end=days[-1])
         mode = ReplayRuns(source=cache, quiet=provider == "offline", exclusive=atomic_days, account=account)
         day_run = partial(day_run, universe=instruments, cache=cache, mode=mode)
-    for day in days:
-        with transaction.atomic() if atomic_days else contextlib.nullcontext():
-            result = day_run(day)
-            if progress:
-                progress(result)  # in the day's transaction: a day is stored with its progress or not at all
-        yield result
+    with _run_pool(workers, mode) as pool:
+        if pool is not None:
+            day_run = partial(day_run, pool=pool)
+        for day in days:
+            with transaction.atomic() if atomic_days else contextlib.nullcontext():
+                result = day_run(day)
+                if progress:
+                    progress(result)  # in the day's transaction: a day is stored with its progress or not at all
+            yield result
+
+
+# --- worker processes: a day's pipeline runs side by side -----------------------------------------
+
+_worker_mode: ReplayRuns | None = None
+
+
+@contextlib.contextmanager
+def _run_pool(workers: int, mode: ReplayRuns | None) -> Iterator[ProcessPoolExecutor | None]:
+    """``workers`` forked processes that execute pipeline runs, or None for one process.
+
+    They are forked once, after the cache is read (each inherits it, nothing is copied per run),
+    and after this process closed its database connections: a child must open its own, never
+    use (or close) one it inherited. This process reopens its own at its next query."""
+    if workers <= 1 or mode is None:
+        yield None
+        return
+    connections.close_all()
+    worker_mode = ReplayRuns(source=mode.source, quiet=mode.quiet, exclusive=False, account=mode.account)
+    pool = ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=multiprocessing.get_context("fork"),
+        initializer=_worker_start,
+        initargs=(worker_mode,),
+    )
+    try:
+        pool.submit(int).result()  # forks them all now, while nothing else is open
+        yield pool
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _worker_start(mode: ReplayRuns) -> None:
+    global _worker_mode
+    _worker_mode = mode
+    for inherited in connections.all(initialized_only=True):
+        inherited.connection = None  # the parent's, if any were left: forgotten, never closed from here
+
+
+def _runs_in_workers(
+    pool: ProcessPoolExecutor, instruments: list[Instrument], day: dt.date, strategy_run: StrategyRun, provider: str
+) -> list[int]:
+    """The day's runs side by side in the workers; their ids in the instruments' order, as the
+    sequential loop lists them (the first error met in that order is raised)."""
+    pending = [pool.submit(_worker_run, instrument, day, strategy_run, provider) for instrument in instruments]
+    return [future.result() for future in pending]
+
+
+def _worker_run(instrument: Instrument, day: dt.date, strategy_run: StrategyRun, provider: str) -> int:
+    """One pipeline run in a worker process, made and executed as the sequential loop does (not
+    in an exclusive transaction: its stages commit as they finish). Returns its id."""
+    if _worker_mode is None:
+        raise RuntimeError("a replay worker runs only in a pool made by _run_pool")
+    with replay_runs(_worker_mode):
+        run = pipeline_run_create(
+            instrument=instrument, as_of=day, provider=provider, strategy_run=strategy_run, is_replay=True
+        )
+        pipeline_run_execute(run.pk)
+    return run.pk
 
 
 def _replay_day(
@@ -216,6 +296,7 @@ def _replay_day(
     universe: list[Instrument] | None = None,
     cache: ReplayCache | None = None,
     mode: ReplayRuns | None = None,
+    pool: ProcessPoolExecutor | None = None,
 ) -> ReplayDay:
     """One replay day. The plain path reads the universe and each instrument's bar from the
     database; the fast path is given them (``universe``, ``cache``) and runs its pipeline runs
@@ -229,18 +310,22 @@ def _replay_day(
     runs = []
     if universe is None:
         universe = list(strategy.universe.filter(is_active=True).order_by("symbol"))
-    with replay_runs(mode) if mode is not None else contextlib.nullcontext():
-        for instrument in universe:
-            if cache is not None:
-                if not cache.has_bar(instrument, day):
+    if pool is not None and cache is not None:
+        priced = [instrument for instrument in universe if cache.has_bar(instrument, day)]
+        runs = _runs_in_workers(pool, priced, day, strategy_run, provider)
+    else:
+        with replay_runs(mode) if mode is not None else contextlib.nullcontext():
+            for instrument in universe:
+                if cache is not None:
+                    if not cache.has_bar(instrument, day):
+                        continue
+                elif not DailyBar.objects.filter(instrument=instrument, date=day).exists():
                     continue
-            elif not DailyBar.objects.filter(instrument=instrument, date=day).exists():
-                continue
-            run = pipeline_run_create(
-                instrument=instrument, as_of=day, provider=provider, strategy_run=strategy_run, is_replay=True
-            )
-            pipeline_run_execute(run.pk)  # it reads its replay's memory scopes from the run itself
-            runs.append(run.pk)
+                run = pipeline_run_create(
+                    instrument=instrument, as_of=day, provider=provider, strategy_run=strategy_run, is_replay=True
+                )
+                pipeline_run_execute(run.pk)  # it reads its replay's memory scopes from the run itself
+                runs.append(run.pk)
     approved, refused = _approve_by_policy(runs, day, policy=policy, approver=approver)
     _close_approval_window(runs, day)
     decided = strategy_run_decide(strategy_run)
@@ -258,9 +343,12 @@ def _replay_day(
 def _approve_by_policy(
     runs: list[int], day: dt.date, *, policy: ApprovalPolicy, approver: User
 ) -> tuple[int, list[str]]:
-    """The policy decides the day's theses in the order they were made (the runs' order)."""
+    """The policy decides the day's theses in the runs' order (the universe's), whichever process
+    made them first; one run's theses in the order it made them."""
     approved, refused = 0, []
-    for thesis in Thesis.objects.filter(run_id__in=runs).select_related("instrument", "run").order_by("id"):
+    position = {run_id: index for index, run_id in enumerate(runs)}
+    theses = Thesis.objects.filter(run_id__in=runs).select_related("instrument", "run")
+    for thesis in sorted(theses, key=lambda thesis: (position[thesis.run_id], thesis.pk)):
         if not policy.approves(thesis):
             continue
         try:

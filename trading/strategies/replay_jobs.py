@@ -164,10 +164,13 @@ def replay_job_run(
     *,
     fast: bool = True,
     on_day: Callable[[ReplayJob, ReplayDay], None] | None = None,
+    workers: int = 1,
 ) -> ReplayJob | None:
     """Run (or resume) a queued job: exactly once (a second delivery finds it claimed and does
     nothing). Returns the job as it ended, or None when it was not this call's to run. ``on_day``
-    is told of each finished day (the command's progress bar)."""
+    is told of each finished day (the command's progress bar). ``workers`` > 1 runs each day's
+    pipeline runs in that many processes (fast path); its days are then written in steps, not in
+    one transaction, as with a model provider."""
     job = _claim(job_id)
     if job is None:
         logger.info("replay job %s is not queued: not run twice", job_id)
@@ -175,12 +178,12 @@ def replay_job_run(
     if job.cancel_requested:  # cancelled as the worker claimed it: not a day is run
         return _end(job, ReplayJob.Status.CANCELLED, action="replay_job_cancelled")
     resume_after = job.last_day if job.days_done else None
-    atomic = job.provider == "offline"
+    atomic = job.provider == "offline" and workers <= 1
     try:
         if resume_after is not None and not atomic and (half := _half_done_day(job)) is not None:
             raise StateConflict(
-                f"the replay stopped in the middle of {half} with a model provider, whose days are not written in "
-                "one transaction: start a new replay of this window instead of resuming it"
+                f"the replay stopped in the middle of {half} with a model provider or worker processes, whose days "
+                "are not written in one transaction: start a new replay of this window instead of resuming it"
             )
         days = replay_strategy(
             strategy=job.strategy,
@@ -192,6 +195,7 @@ def replay_job_run(
             resume_after=resume_after,
             atomic_days=atomic,
             fast=fast,
+            workers=workers,
             progress=partial(_day_done, job),
         )
         for day in days:

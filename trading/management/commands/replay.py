@@ -44,8 +44,20 @@ class Command(BaseCommand):
             action="store_true",
             help="the plain path: each run reads and writes as a live run does (slower; the same results)",
         )
+        parser.add_argument(
+            "--workers",
+            type=int,
+            default=1,
+            metavar="N",
+            help="run each day's pipeline runs in N worker processes (fast path; the same results; a day is then "
+            "written in steps, so a failed day cannot be resumed)",
+        )
 
     def handle(self, *args, **options):
+        if options["workers"] < 1:
+            raise CommandError("--workers must be at least 1")
+        if options["workers"] > 1 and options["plain"]:
+            raise CommandError("--workers needs the fast path: drop --plain")
         job = self._resumed(options["resume"]) if options["resume"] is not None else self._created(options)
         days_left = job.days_total - job.days_done
         bar = tqdm(
@@ -68,7 +80,7 @@ class Command(BaseCommand):
             )
             bar.update()
 
-        ended = replay_job_run(job.pk, fast=not options["plain"], on_day=on_day)
+        ended = replay_job_run(job.pk, fast=not options["plain"], on_day=on_day, workers=options["workers"])
         bar.close()
         if ended is None:
             raise CommandError(f"replay job {job.pk} was taken by another worker meanwhile")
