@@ -6,12 +6,14 @@ import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
 
-from django.db.models import Max, QuerySet, Sum
+from django.db.models import Aggregate, Max, QuerySet, Sum, TextField
 from django.utils import timezone
 
 from trading import edge
 from trading.market.calendar import sessions_between
+from trading.market.selectors import share_changes
 from trading.models import Account, DailyBar, Order, Position, PositionMark, Thesis
 
 QUEUE_FILTERS = ("strategy", "symbol", "direction", "min_conviction", "status", "replay")
@@ -67,6 +69,62 @@ def thesis_queue(params: Mapping[str, str]) -> QuerySet[Thesis]:
     if filters.min_conviction is not None:
         theses = theses.filter(conviction__gte=filters.min_conviction)
     return theses.order_by("-conviction", "-created_at", "-id")
+
+
+# What a row of the queue page shows, read as plain values: fifty model instances with their
+# instrument, run, strategy run and strategy cost more CPU than the rest of the page together.
+QUEUE_ROW_FIELDS = (
+    "id",
+    "run__is_replay",
+    "run__strategy_run__strategy_id",
+    "run__strategy_run__strategy__name",
+    "instrument__symbol",
+    "instrument__currency",
+    "direction",
+    "conviction",
+    "entry",
+    "stop",
+    "target",
+    "quantity",
+    "risk_approved",
+    "status",
+    "created_at",
+)
+
+
+def thesis_queue_rows(theses: QuerySet[Thesis]) -> QuerySet[Thesis, dict[str, object]]:
+    """``theses`` (``thesis_queue``'s queryset or a page of it: same filters, order and slice) as
+    rows of the page's columns. Count the queryset itself: a count of these rows joins five tables."""
+    return theses.values(*QUEUE_ROW_FIELDS)
+
+
+class _JoinedRows(Aggregate):
+    """Every row of a window as one string, its columns joined by '|' and its rows by ',': SQLite's
+    group_concat, PostgreSQL's string_agg. The rows come in no promised order, which can only make
+    two reads of the same rows differ, never two different windows read alike (each row carries its
+    date)."""
+
+    function = "GROUP_CONCAT"
+    arg_joiner = " || '|' || "
+    output_field = TextField()
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        template = "%(function)s(%(expressions)s, ',')"
+        return super().as_sql(compiler, connection, function="STRING_AGG", template=template, **extra)
+
+
+def bars_fingerprint(instrument_id: int, *, as_of: dt.date | None, limit: int) -> str:
+    """Everything ``market.selectors.bars_frame(instrument, as_of=as_of, limit=limit)`` reads, as
+    one string: the window's bars as stored (a new bar, a corrected price or volume, a removed day
+    changes it) and the instrument's splits and bonuses. Two queries and no Decimal per price, a
+    fraction of reading the frame: what a cached chart is keyed on, so it is never stale."""
+    window = DailyBar.objects.filter(instrument_id=instrument_id)
+    if as_of is not None:
+        window = window.filter(date__lte=as_of)
+    bars = window.order_by("-date")[:limit].aggregate(
+        rows=_JoinedRows("date", "open", "high", "low", "close", "volume")
+    )["rows"]
+    return f"{bars or ''};{share_changes(instrument_id)!r}"
 
 
 def open_positions(account: Account) -> QuerySet[Position]:

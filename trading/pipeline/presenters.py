@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -33,11 +34,11 @@ __all__ = [
 ]
 
 
-def run_outputs(run: PipelineRun) -> RunOutputs:
-    """The run's finished stages, typed (old rows of no version read as version 1)."""
-    return RunOutputs.from_stored(
-        {stage.stage: stage.output for stage in run.stages.all() if stage.status == StageRun.Status.DONE}
-    )
+def run_outputs(run: PipelineRun, stages: Sequence[StageRun] | None = None) -> RunOutputs:
+    """The run's finished stages, typed (old rows of no version read as version 1). ``stages``: the
+    run's rows when the caller read them already (each row's output is a large JSON document)."""
+    rows = run.stages.all() if stages is None else stages
+    return RunOutputs.from_stored({stage.stage: stage.output for stage in rows if stage.status == StageRun.Status.DONE})
 
 
 @dataclass(frozen=True)
@@ -135,8 +136,9 @@ def evidence_flags(outputs: RunOutputs) -> dict[str, list[str]]:
 
 def run_context(run: PipelineRun, totals: dict) -> dict[str, Any]:
     """Everything the run page (and the run part of the thesis page) shows, from the typed outputs."""
-    outputs = run_outputs(run)
-    stages = {s.stage: s for s in run.stages.all()}
+    rows = list(run.stages.all())
+    outputs = run_outputs(run, rows)
+    stages = {s.stage: s for s in rows}
     return {
         "stage_rows": [(name, stages.get(name)) for name in STAGES],
         "notes": _note_cards(outputs),
