@@ -13,7 +13,8 @@ and imports it with ``import_bars`` in a fresh child process per database: the d
 validate every row, sessions checked against the exchange calendar, quality figures) and the real
 import (the same, written in one transaction). The embedded run uses a throwaway SQLite file in a
 temp folder; when ``DATABASE_URL`` (or ``--postgres``) names a PostgreSQL server, a throwaway
-database ``desk_bench_imports`` is created on it, used and dropped. Nothing touches the desk's data.
+database ``desk_bench_imports`` (or the ``desk_bench_imports…`` database ``--postgres`` names) is
+created on it, used and dropped. Nothing touches the desk's data.
 
 Wall-clock figures depend on what else the machine runs; each line also prints the CPU seconds the
 importing process used and, for a PostgreSQL server on this machine, the CPU seconds its backend
@@ -144,11 +145,14 @@ def _cpu_of(pid: int | None) -> float:
 
 
 def _postgres_url(args: argparse.Namespace) -> str | None:
+    """The throwaway database's URL: ``desk_bench_imports`` on the named server, or the database
+    ``--postgres`` names when it starts with that (``desk_bench_imports_2``: two runs side by side
+    on one server); never any other database, which may hold the desk's data."""
     url = args.postgres or os.environ.get("DATABASE_URL", "")
     if not url.startswith(("postgres://", "postgresql://")):
         return None
-    base, _, _ = url.rpartition("/")
-    return f"{base}/{BENCH_DB}"
+    base, _, name = url.rpartition("/")
+    return f"{base}/{name if args.postgres and name.startswith(BENCH_DB) else BENCH_DB}"
 
 
 def _run_child(database: str, path: Path, symbols: int, env: dict[str, str]) -> dict:

@@ -421,15 +421,15 @@ def test_a_large_file_is_written_in_batches(universe, tmp_path, monkeypatch):
     from trading.market import imports
 
     monkeypatch.setattr("trading.market.imports.BATCH_ROWS", 4)
-    written = imports._write_bars
+    written = imports._BarWriter.write
     batches: list[int] = []
 
-    def counted(batch):
+    def counted(self, batch):
         batches.append(len(batch))
-        return written(batch)
+        return written(self, batch)
 
-    # One write per batch: an INSERT run over the batch, or COPY on PostgreSQL.
-    monkeypatch.setattr("trading.market.imports._write_bars", counted)
+    # One write per batch: an INSERT run over the batch, or rows sent down the COPY on PostgreSQL.
+    monkeypatch.setattr("trading.market.imports._BarWriter.write", counted)
 
     report = import_bars(write(tmp_path, HEADER + _many_bars(10)))
 

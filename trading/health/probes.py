@@ -9,7 +9,7 @@ import datetime as dt
 import os
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from django.conf import settings
@@ -19,11 +19,14 @@ from django.utils import timezone
 from trading.health.verdicts import (
     BROKER,
     DATABASE,
+    MARKET_DATA,
     SCHEDULER,
     WORKERS,
     Check,
     Report,
+    StaleExchange,
     Status,
+    market_data_check,
     overall,
     scheduler_check,
     workers_check,
@@ -98,7 +101,14 @@ def broker_check() -> Check:
     return Check(BROKER, Status.OK, f"{what} in {latency} ms", latency_ms=latency)
 
 
-def health_report(*, now: dt.datetime | None = None) -> Report:
+StaleFinder = Callable[[dt.datetime], Sequence[StaleExchange]]
+
+
+def health_report(*, now: dt.datetime | None = None, market_data: StaleFinder | None = None) -> Report:
+    """Every part's check. ``market_data`` (the home page's ``stale_exchanges``, handed in by the
+    health page: the market pages below home show this report too) adds the bars' freshness; the
+    load balancer's probe and the page strips leave it out: it reads the latest bar of every
+    exchange, more than a probe polled every few seconds should."""
     now = now or timezone.now()
     database = database_check()
     checks = [database, broker_check()]
@@ -108,10 +118,14 @@ def health_report(*, now: dt.datetime | None = None) -> Report:
         tick = next((seen for kind, name, seen in beats if kind == Heartbeat.Kind.SCHEDULER), None)
         workers = workers_seen({name: seen for kind, name, seen in beats if kind == Heartbeat.Kind.WORKER}, now=now)
         checks += [scheduler_check(tick, now=now), workers_check(workers)]
+        if market_data is not None:
+            checks.append(market_data_check(market_data(now)))
     else:
         # Heartbeats live in the database: without it nobody can say.
         checks += [
             Check(SCHEDULER, Status.DOWN, "unknown: the database is down"),
             Check(WORKERS, Status.DOWN, "unknown: the database is down"),
         ]
+        if market_data is not None:
+            checks.append(Check(MARKET_DATA, Status.DOWN, "unknown: the database is down"))
     return Report(status=overall(checks), checks=tuple(checks), workers=workers)

@@ -12,6 +12,7 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Protocol
 
 
 class Status(StrEnum):
@@ -24,6 +25,7 @@ DATABASE = "database"
 BROKER = "broker"
 SCHEDULER = "scheduler"
 WORKERS = "workers"
+MARKET_DATA = "market_data"
 
 # The scheduler ticks every minute: three missed ticks is not a hiccup.
 SCHEDULER_STALE_AFTER = dt.timedelta(minutes=3)
@@ -127,3 +129,28 @@ def workers_check(workers: Sequence[WorkerSeen]) -> Check:
         last = workers[0]
         return Check(WORKERS, Status.DOWN, f"no worker seen for {describe_age(last.age_s)}", seen=0)
     return Check(WORKERS, Status.DOWN, "no worker seen yet", seen=0)
+
+
+class StaleExchange(Protocol):
+    """What the freshness check reads of the home page's verdict (``trading.home.domain.Staleness``;
+    not imported: the market pages, below home, show this module's checks)."""
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def sessions_behind(self) -> int: ...
+
+
+def market_data_check(stale: Sequence[StaleExchange]) -> Check:
+    """Bars older than their exchange's last completed session (counted on the exchange calendar,
+    as the home page's banner counts them): the pages work, but every figure drawn from prices is
+    as old as the bars, so the desk is degraded, and says which exchanges and by how much."""
+    if not stale:
+        return Check(MARKET_DATA, Status.OK, "latest bars are from each exchange's last completed session")
+    return Check(
+        MARKET_DATA,
+        Status.DEGRADED,
+        "; ".join(verdict.text for verdict in stale),
+        seen=max(verdict.sessions_behind for verdict in stale),
+    )

@@ -12,10 +12,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from trading.health.probes import health_report
+from trading.home.selectors import stale_exchanges
 
 
 def health(request: HttpRequest) -> HttpResponse:
-    report = health_report()
+    report = health_report(market_data=stale_exchanges)
     return render(request, "trading/health.html", {"health": report}, status=report.http_status)
 
 

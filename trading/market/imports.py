@@ -16,6 +16,9 @@ from __future__ import annotations
 import contextlib
 import csv
 import datetime as dt
+import gc
+import itertools
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -25,7 +28,7 @@ from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.db import IntegrityError, connection, models, transaction
-from django.db.models import Max, Q
+from django.db.models import Max, OuterRef, Q, Subquery
 from django.utils import timezone
 
 from trading.audit import audit_record
@@ -42,6 +45,8 @@ from trading.models import CorporateAction, DailyBar, FundamentalsSnapshot, Inst
 from vocabulary.dates import DATE_FLOOR, DateWindow
 
 BATCH_ROWS = 5_000
+# Bytes of a file read (and decoded) at a time: lines are decoded a block at a time, not one by one.
+READ_BLOCK = 1 << 20
 MAX_PROBLEMS_LISTED = 1_000
 MAX_NOTES_LISTED = 200
 
@@ -163,16 +168,30 @@ class ImportReport:
 
 
 def _decoded_lines(handle: IO[bytes], path: Path) -> Iterator[str]:
-    """The file's lines as text, decoded one by one so that a bad byte is named by its line (a
-    newline byte never occurs inside a UTF-8 sequence, so splitting first is safe)."""
-    for number, raw in enumerate(handle, start=1):
+    """The file's lines as text, each decoded on its own so that a bad byte is named by its line (a
+    newline byte never occurs inside a UTF-8 sequence, so splitting first is safe). Read a block of
+    lines at a time and chained in C: a generator step per line costs as much as the decoding."""
+    return itertools.chain.from_iterable(_decoded_blocks(handle, path))
+
+
+def _decoded_blocks(handle: IO[bytes], path: Path) -> Iterator[list[str]]:
+    number = 0  # lines before this block
+    while block := handle.readlines(READ_BLOCK):
         try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise ImportFileError(
-                f"{path}:{number}: not UTF-8 text ({error.reason} at byte {error.start + 1} of the line)"
-            ) from None
-        yield text.removeprefix("\ufeff") if number == 1 else text
+            lines = [raw.decode("utf-8") for raw in block]
+        except UnicodeDecodeError:
+            for offset, raw in enumerate(block, start=number + 1):
+                try:
+                    raw.decode("utf-8")
+                except UnicodeDecodeError as error:
+                    raise ImportFileError(
+                        f"{path}:{offset}: not UTF-8 text ({error.reason} at byte {error.start + 1} of the line)"
+                    ) from None
+            raise  # unreachable: some line of the block failed to decode above
+        if number == 0:
+            lines[0] = lines[0].removeprefix("\ufeff")
+        number += len(block)
+        yield lines
 
 
 def _csv_problem(error: csv.Error) -> str:
@@ -187,23 +206,19 @@ def _records(reader: Any, header: list[str], report: ImportReport) -> Iterator[t
     ``reader.line_num`` counts physical lines, so a quoted newline inside a field is counted."""
     previous = reader.line_num
     width = len(header)
-    while True:
-        try:
-            values = next(reader)
-        except StopIteration:
-            return
-        except csv.Error as error:
-            # The reader cannot resume after a broken record; nothing will be written anyway.
-            report.add_problem(previous + 1, _csv_problem(error))
-            return
-        line, previous = previous + 1, reader.line_num
-        if not values:
-            continue  # a blank line
-        report.rows_read += 1
-        if len(values) == width:  # the common case, without row_from's per-field checks
-            yield line, dict(zip(header, map(str.strip, values), strict=True))
-        else:
-            yield line, market_csv.row_from(header, values)
+    try:
+        for values in reader:
+            line, previous = previous + 1, reader.line_num
+            if not values:
+                continue  # a blank line
+            report.rows_read += 1
+            if len(values) == width:  # the common case, without row_from's per-field checks
+                yield line, dict(zip(header, map(str.strip, values), strict=False))
+            else:
+                yield line, market_csv.row_from(header, values)
+    except csv.Error as error:
+        # The reader cannot resume after a broken record; nothing will be written anyway.
+        report.add_problem(previous + 1, _csv_problem(error))
 
 
 Required = Sequence[str] | Callable[[list[str]], Sequence[str]]
@@ -302,6 +317,8 @@ class _Kind(Generic[Row]):
     finish: Callable[[], None] | None = None
     # Writes a batch faster than ``bulk_create`` of built models, returning the rows written.
     write: Callable[[list[tuple[Row, Instrument | None]]], int] | None = None
+    # Held open around the rows' loop and closed when it ends or fails (the bars' COPY stream).
+    writing: contextlib.AbstractContextManager[object] = field(default_factory=contextlib.nullcontext)
 
 
 def _import(
@@ -319,7 +336,8 @@ def _import(
             # A dry run writes nothing and takes no write lock; a real import writes batch by batch
             # inside one transaction, left through _Refused (rolled back) on any problem.
             with contextlib.nullcontext() if report.dry_run else transaction.atomic():
-                _import_rows(rows, report, kind)
+                with _fewer_collections():
+                    _import_rows(rows, report, kind)
                 if kind.finish is not None:
                     kind.finish()
                 if report.problems or report.dry_run:
@@ -346,34 +364,65 @@ def _import(
     return report
 
 
+# The garbage collector's first threshold while rows stream (Python's default is 700 allocations).
+STREAMING_GC_THRESHOLD = 50_000
+_gc_lock = threading.Lock()
+_gc_streams = 0
+_gc_saved: tuple[int, int, int] = (0, 0, 0)
+
+
+@contextlib.contextmanager
+def _fewer_collections() -> Iterator[None]:
+    """Young-generation garbage collections made rarer while rows stream: each row allocates a few
+    short-lived containers (and no reference cycles), and a collection every 700 of them took a
+    quarter of a large import's CPU. The collector still runs, every ``STREAMING_GC_THRESHOLD``
+    allocations; the thresholds are restored when the last import running in the process ends."""
+    global _gc_streams, _gc_saved
+    with _gc_lock:
+        if _gc_streams == 0:
+            _gc_saved = gc.get_threshold()
+            gc.set_threshold(max(_gc_saved[0], STREAMING_GC_THRESHOLD), *_gc_saved[1:])
+        _gc_streams += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_streams -= 1
+            if _gc_streams == 0:
+                gc.set_threshold(*_gc_saved)
+
+
 def _import_rows(rows: Iterator[tuple[int, dict[str, str]]], report: ImportReport, kind: _Kind[Row]) -> None:
-    symbols = _Symbols(kind.creator)
+    # The hooks are read once, not per row: this loop runs a million times for a large file.
+    prepare, check, symbol_of, placed = kind.prepare, kind.check, kind.symbol_of, kind.placed
+    resolve = _Symbols(kind.creator).resolve
     batch: list[tuple[Row, Instrument | None]] = []
-    for line, raw in rows:
-        if kind.prepare is not None:
-            prepared = kind.prepare(line, raw)
-            if prepared is None:
+    with kind.writing:
+        for line, raw in rows:
+            if prepare is not None:
+                prepared = prepare(line, raw)
+                if prepared is None:
+                    continue
+                raw = prepared
+            row = check(line, raw)
+            if isinstance(row, RowProblem):
+                report.add_problem(row.line, row.reason)
                 continue
-            raw = prepared
-        row = kind.check(line, raw)
-        if isinstance(row, RowProblem):
-            report.add_problem(row.line, row.reason)
-            continue
-        symbol = kind.symbol_of(row)
-        instrument = symbols.resolve(symbol, line) if symbol else None
-        if isinstance(instrument, str):
-            report.add_problem(line, instrument)
-            continue
-        if instrument is not None and kind.placed is not None:
-            problem = kind.placed(row, instrument)
-            if problem is not None:
-                report.add_problem(line, problem)
+            symbol = symbol_of(row)
+            instrument = resolve(symbol, line) if symbol else None
+            if isinstance(instrument, str):
+                report.add_problem(line, instrument)
                 continue
-        batch.append((row, instrument))
-        if len(batch) >= BATCH_ROWS:
-            _write_batch(batch, report, kind)
-            batch = []
-    _write_batch(batch, report, kind)
+            if instrument is not None and placed is not None:
+                problem = placed(row, instrument)
+                if problem is not None:
+                    report.add_problem(line, problem)
+                    continue
+            batch.append((row, instrument))
+            if len(batch) >= BATCH_ROWS:
+                _write_batch(batch, report, kind)
+                batch = []
+        _write_batch(batch, report, kind)
 
 
 def _write_batch(batch: list[tuple[Row, Instrument | None]], report: ImportReport, kind: _Kind[Row]) -> None:
@@ -432,6 +481,7 @@ class _Sessions:
     def __init__(self, today: dt.date) -> None:
         self.today = today
         self._index: dict[str, SessionIndex | None] = {}
+        self._days: dict[str, tuple[frozenset[dt.date], dt.date, dt.date]] = {}
 
     def index(self, exchange: str) -> SessionIndex | None:
         """None when the desk has no calendar for the exchange (its sessions are then weekdays,
@@ -441,6 +491,42 @@ class _Sessions:
             days = calendar.sessions(exchange, DATE_FLOOR, self.today) if known else []
             self._index[exchange] = SessionIndex(days) if known else None
         return self._index[exchange]
+
+    def days(self, exchange: str) -> tuple[frozenset[dt.date], dt.date, dt.date]:
+        """The exchange's sessions as a set with the range it covers, for a membership test per row:
+        a day in the range and in the set is a session (``SessionIndex`` answers the same, in two
+        calls). Without a calendar the set is empty and the range empty: every day needs a word
+        from the calendar module."""
+        if exchange not in self._days:
+            index = self.index(exchange)
+            if index is None or index.first is None or index.last is None:
+                self._days[exchange] = (frozenset(), dt.date.max, dt.date.min)
+            else:
+                self._days[exchange] = (frozenset(index.days), index.first, index.last)
+        return self._days[exchange]
+
+
+# Instruments in a batch up to which stored bars are looked up per instrument and its own dates.
+_SPANS_QUERIED = 50
+
+
+def _date_spans(batch: list[tuple[BarRow, Instrument | None]]) -> dict[int, tuple[dt.date, dt.date]]:
+    """The first and last date of each saved instrument's rows in the batch. Rows come symbol by
+    symbol, so a run of one instrument's rows looks its instrument up once."""
+    spans: dict[int, list[dt.date]] = {}
+    previous: Instrument | None = None
+    span: list[dt.date] | None = None
+    for bar, instrument in batch:
+        if instrument is not previous:
+            previous = instrument
+            span = spans.setdefault(instrument.pk, [bar.date, bar.date]) if instrument and instrument.pk else None
+        if span is not None:
+            day = bar.date
+            if day < span[0]:
+                span[0] = day
+            elif day > span[1]:
+                span[1] = day
+    return {pk: (first, last) for pk, (first, last) in spans.items()}
 
 
 def _bar_problem_on_day(bar: BarRow, instrument: Instrument, sessions: SessionIndex | None = None) -> str | None:
@@ -502,7 +588,13 @@ class _BarImport:
         self.sessions = _Sessions(timezone.localdate())
         self.tracker = QualityTracker(report.outlier_threshold_pct)
         self.touched: dict[str, Instrument] = {}
-        self._labels: dict[int, str] = {}
+        # Per instrument object (by id): its label, sessions index, session days and their range.
+        self._placing: dict[int, tuple[str, SessionIndex | None, frozenset[dt.date], dt.date, dt.date]] = {}
+        self._started: set[int] = set()
+        self.writer = _BarWriter()
+        # Each instrument's first and last bar stored (read once, before anything is written) and
+        # widened by each batch written: a batch's rows outside them cannot repeat a stored day.
+        self._spans: dict[int, tuple[dt.date, dt.date]] | None = None
 
     def required(self, header: list[str]) -> Sequence[str]:
         self.file_format = self.options.file_format or file_formats.detect_format(header)
@@ -527,32 +619,59 @@ class _BarImport:
         return translated.row
 
     def placed(self, bar: BarRow, instrument: Instrument) -> str | None:
-        index = self.sessions.index(instrument.exchange)
-        problem = _bar_problem_on_day(bar, instrument, index)
-        if problem is None:
-            label = self._labels.get(id(instrument))
-            if label is None:
-                label = self._labels[id(instrument)] = str(instrument)
-                self.touched[label] = instrument
-                self.tracker.start(label, index)
-            self.tracker.add(label, bar.date, bar.close)
-        return problem
+        key = id(instrument)
+        placing = self._placing.get(key)
+        if placing is None:
+            placing = self._placing[key] = (
+                str(instrument),
+                self.sessions.index(instrument.exchange),
+                *self.sessions.days(instrument.exchange),
+            )
+        label, index, days, first, last = placing
+        day = bar.date
+        # A session inside the calendar's range is the usual answer, given by one set lookup; any
+        # other day gets the full answer (and its reason) from _bar_problem_on_day.
+        if not (first <= day <= last and day in days):
+            problem = _bar_problem_on_day(bar, instrument, index)
+            if problem is not None:
+                return problem
+        if key not in self._started:
+            self._started.add(key)
+            self.touched[label] = instrument
+            self.tracker.start(label, index)
+        self.tracker.add(label, day, bar.close)
+        return None
 
     def fresh(self, batch: list[tuple[BarRow, Instrument | None]]) -> list[tuple[BarRow, Instrument | None]]:
-        instruments = {id(inst): inst for _, inst in batch if inst is not None}.values()
-        saved = {instrument.pk for instrument in instruments if instrument.pk}
-        dates = [bar.date for bar, _ in batch]
-        stored = (
-            set(
-                DailyBar.objects.filter(instrument__in=saved, date__gte=min(dates), date__lte=max(dates)).values_list(
-                    "instrument_id", "date"
-                )
-            )
-            if saved
-            else set()
-        )
+        """The batch without the days already stored (each a problem). Bars stored are looked up
+        only for instruments whose rows here fall within their stored span: usually none, so the
+        COPY stream stays open and no query waits for it."""
+        if self._spans is None:
+            self._spans = _stored_spans()
+        known = self._spans
+        spans = _date_spans(batch)
+        overlapping = {
+            pk: (first, last)
+            for pk, (first, last) in spans.items()
+            if pk in known and first <= known[pk][1] and known[pk][0] <= last
+        }
+        for pk, (first, last) in spans.items():  # written below (or, refused, never: a wider span is safe)
+            if pk in known:
+                first, last = min(first, known[pk][0]), max(last, known[pk][1])
+            known[pk] = (first, last)
+        stored: set[tuple[int, dt.date]] = set()
+        if overlapping:
+            self.writer.close()  # the query needs the connection the COPY holds
+            if len(overlapping) <= _SPANS_QUERIED:
+                condition = Q()
+                for pk, (first, last) in overlapping.items():
+                    condition |= Q(instrument_id=pk, date__gte=first, date__lte=last)
+            else:  # a file of many symbols a day (a bhavcopy): one range over them all
+                firsts, lasts = zip(*overlapping.values(), strict=True)
+                condition = Q(instrument__in=overlapping, date__gte=min(firsts), date__lte=max(lasts))
+            stored = set(DailyBar.objects.filter(condition).values_list("instrument_id", "date"))
         if not stored:  # the usual case, new dates only: nothing to compare row by row
-            self.symbols.update({bar.symbol for bar, _ in batch})
+            self.symbols.update([bar.symbol for bar, _ in batch])
             return batch
         kept = []
         for bar, instrument in batch:
@@ -576,8 +695,20 @@ class _BarImport:
         )
 
     def finish(self) -> None:
+        self.writer.close()
         self.report.instruments = set(self.touched)
         self.report.quality = _finish_quality(self.tracker, self.touched)
+
+    def _creator(self) -> Creator | None:
+        if not self.options.create_missing:
+            return None
+        create = _instrument_creator(self.options, self.report, self.hints)
+
+        def create_after_copy(symbol: str, line: int) -> Instrument | str:
+            self.writer.close()  # saving the instrument needs the connection the COPY holds
+            return create(symbol, line)
+
+        return create_after_copy
 
     def kind(self) -> _Kind[BarRow]:
         return _Kind(
@@ -589,9 +720,10 @@ class _BarImport:
             audit_details=lambda: {"symbols": sorted(self.symbols)},
             prepare=self.prepare,
             placed=self.placed,
-            creator=_instrument_creator(self.options, self.report, self.hints) if self.options.create_missing else None,
+            creator=self._creator(),
             finish=self.finish,
-            write=_write_bars,
+            write=self.writer.write,
+            writing=self.writer,
         )
 
 
@@ -604,29 +736,94 @@ def _column(name: str) -> str:
     return field.column
 
 
-def _write_bars(batch: list[tuple[BarRow, Instrument | None]]) -> int:
-    """Bars written without building a model per row: COPY on PostgreSQL, one prepared INSERT
-    run over the batch elsewhere. Every value was validated against the columns' capacity and the
-    table's checks already (``BarValidator``), so nothing here can be refused by the database."""
-    table = DailyBar._meta.db_table
-    columns = [_column(name) for name in _BAR_COLUMNS]
-    rows = [
-        (instrument.pk if instrument else None, bar.date, bar.open, bar.high, bar.low, bar.close, bar.volume)
-        for bar, instrument in batch
-    ]
-    quoted = ", ".join(connection.ops.quote_name(column) for column in columns)
+class _BarWriter:
+    """Bars written without building a model per row. On PostgreSQL through one COPY kept open from
+    batch to batch: the server stores rows while the next ones are read and checked, instead of the
+    import waiting for each batch. A COPY holds the connection, so it is closed before any other
+    statement (``close``; the next batch opens another) and, as a context, when the rows end: on an
+    error it is cancelled and the transaction rolls back. Elsewhere one prepared INSERT per batch.
+    Every value was validated against the columns' capacity and the table's checks already
+    (``BarValidator``): only a bar written meanwhile by another import can be refused."""
+
+    def __init__(self) -> None:
+        self._open: contextlib.ExitStack | None = None
+        self._write_row: Callable[[Sequence[Any]], None] | None = None
+
+    def write(self, batch: list[tuple[BarRow, Instrument | None]]) -> int:
+        if connection.vendor != "postgresql":
+            return _insert_bars(batch)
+        write_row = self._write_row or self._start()
+        for row in _bar_values(batch):
+            write_row(row)
+        return len(batch)
+
+    def _start(self) -> Callable[[Sequence[Any]], None]:
+        with contextlib.ExitStack() as stack:
+            cursor = stack.enter_context(connection.cursor())
+            table, columns = _bar_table()
+            copy = stack.enter_context(cursor.copy(f"COPY {table} ({columns}) FROM STDIN"))
+            # Each value's type named once, not looked up per value.
+            copy.set_types(["bigint", "date", "numeric", "numeric", "numeric", "numeric", "bigint"])
+            self._open, self._write_row = stack.pop_all(), copy.write_row
+        return copy.write_row
+
+    def close(self) -> None:
+        """End the COPY, if one is open: the server has then stored every row sent."""
+        self.__exit__(None, None, None)
+
+    def __enter__(self) -> _BarWriter:
+        return self
+
+    def __exit__(self, error_type: Any, error: BaseException | None, traceback: Any) -> None:
+        stack, self._open, self._write_row = self._open, None, None
+        if stack is not None:
+            # A refusal at the end of the COPY (a bar another import wrote meanwhile) is raised as
+            # Django's IntegrityError, like any other statement's.
+            with connection.wrap_database_errors:
+                stack.__exit__(error_type, error, traceback)
+
+
+def _bar_table() -> tuple[str, str]:
+    quote = connection.ops.quote_name
+    return quote(DailyBar._meta.db_table), ", ".join(quote(_column(name)) for name in _BAR_COLUMNS)
+
+
+def _insert_bars(batch: list[tuple[BarRow, Instrument | None]]) -> int:
+    table, columns = _bar_table()
+    marks = ", ".join(["%s"] * len(_BAR_COLUMNS))
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            with cursor.copy(f"COPY {connection.ops.quote_name(table)} ({quoted}) FROM STDIN") as copy:
-                for row in rows:
-                    copy.write_row(row)
-        else:
-            marks = ", ".join(["%s"] * len(columns))
-            cursor.executemany(
-                f"INSERT INTO {connection.ops.quote_name(table)} ({quoted}) VALUES ({marks})",
-                [(pk, day.isoformat(), *prices, volume) for pk, day, *prices, volume in rows],
-            )
-    return len(rows)
+        cursor.executemany(
+            f"INSERT INTO {table} ({columns}) VALUES ({marks})",
+            [(pk, day.isoformat(), *prices, volume) for pk, day, *prices, volume in _bar_values(batch)],
+        )
+    return len(batch)
+
+
+def _stored_spans() -> dict[int, tuple[dt.date, dt.date]]:
+    """Each instrument's first and last stored bar: two index lookups per instrument (the universe
+    holds thousands at most), not a scan of every bar."""
+    bars = DailyBar.objects.filter(instrument=OuterRef("pk")).order_by()
+    spans = (
+        Instrument.objects.order_by()
+        .annotate(
+            first=Subquery(bars.order_by("date").values("date")[:1]),
+            last=Subquery(bars.order_by("-date").values("date")[:1]),
+        )
+        .filter(first__isnull=False)
+        .values_list("pk", "first", "last")
+    )
+    return {pk: (first, last) for pk, first, last in spans}
+
+
+def _bar_values(batch: list[tuple[BarRow, Instrument | None]]) -> Iterator[tuple[Any, ...]]:
+    """Each bar as the row of ``_BAR_COLUMNS``; the instrument's key read once per run of its rows."""
+    previous: Instrument | None = None
+    pk = None
+    for bar, instrument in batch:
+        if instrument is not previous:
+            previous = instrument
+            pk = instrument.pk if instrument is not None else None
+        yield (pk, bar.date, bar.open, bar.high, bar.low, bar.close, bar.volume)
 
 
 def import_bars(

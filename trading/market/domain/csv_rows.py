@@ -12,6 +12,7 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
+from typing import NamedTuple
 from zoneinfo import ZoneInfo
 
 from vocabulary.dates import DateWindow
@@ -41,8 +42,10 @@ class RowProblem:
     reason: str
 
 
-@dataclass(frozen=True)
-class BarRow:
+class BarRow(NamedTuple):
+    """One accepted bar. A named tuple, not a dataclass: a million of them are built per import,
+    and a frozen dataclass costs several times as much to build."""
+
     line: int
     symbol: str
     date: dt.date
@@ -135,9 +138,7 @@ def parse_datetime(text: str, column: str, default_tz: ZoneInfo, window: DateWin
     return value
 
 
-def parse_decimal(
-    text: str, column: str, *, quantum: Decimal = PRICE_QUANTUM, largest: Decimal = PRICE_MAX
-) -> Decimal:
+def parse_decimal(text: str, column: str, *, quantum: Decimal = PRICE_QUANTUM, largest: Decimal = PRICE_MAX) -> Decimal:
     try:
         value = Decimal(text)
     except InvalidOperation:
@@ -205,22 +206,39 @@ def clean_header(header: Sequence[str]) -> list[str]:
     return [name.strip().lower() for name in header]
 
 
+# How many distinct symbol and date texts a bar validator remembers as already checked: a file
+# repeats a few thousand of each, and the cap keeps memory flat whatever a hostile file holds.
+_REMEMBERED = 100_000
+# A volume of at most this many ASCII digits fits in 64 bits without comparing it.
+_SAFE_VOLUME_DIGITS = len(str(VOLUME_MAX)) - 1
+
+
 class BarValidator:
     """Validates bars one row at a time. Within a symbol, dates must be strictly increasing: a
     repeat is a duplicate and an earlier date after a later one is out of order (a sign of a spliced
     or corrupt file). Only each symbol's last date is kept, so memory grows with the symbols in the
     file, never with its rows: a repeat of the last date names that line; any earlier date, repeated
-    or not, is out of order."""
+    or not, is out of order.
+
+    Each row first takes a fast path (``_accepted``) that only ever accepts: the same rules with the
+    same arithmetic, minus the per-value function calls and messages, and symbol and date texts
+    already checked remembered. Any row it does not accept outright goes through ``_parse_bar``,
+    the strict reference, which decides and words the reason; so a refusal reads the same either way.
+    """
 
     def __init__(self, window: DateWindow) -> None:
         self.window = window
         self._last: dict[str, tuple[dt.date, int]] = {}
+        self._symbols: dict[str, str] = {}
+        self._dates: dict[str, dt.date] = {}
 
     def check(self, line: int, row: Mapping[str, str]) -> BarRow | RowProblem:
-        try:
-            bar = _parse_bar(line, row, self.window)
-        except _RowError as error:
-            return RowProblem(line, str(error))
+        bar = self._accepted(line, row)
+        if bar is None:
+            try:
+                bar = _parse_bar(line, row, self.window)
+            except _RowError as error:
+                return RowProblem(line, str(error))
         previous = self._last.get(bar.symbol)
         if previous is not None:
             last_date, last_line = previous
@@ -230,6 +248,68 @@ class BarValidator:
                 return RowProblem(line, f"out of order: {bar.symbol} {bar.date} comes after {last_date}")
         self._last[bar.symbol] = (bar.date, line)
         return bar
+
+    def _accepted(self, line: int, row: Mapping[str, str]) -> BarRow | None:
+        """The bar ``_parse_bar`` would return, when the row is plainly valid; None sends the row to
+        ``_parse_bar`` (a problem, or text this path does not read, such as a volume of ``1e3``).
+        Every test on the way is one ``_parse_bar`` makes, on the same values."""
+        symbol = self._symbols.get(row.get("symbol", "")) or self._new_symbol(row)
+        if symbol is None:
+            return None
+        date_text = row.get("date")
+        date = self._dates.get(date_text) if date_text is not None else None
+        if date is None and (date := self._new_date(date_text)) is None:
+            return None
+        return _plain_bar(line, symbol, date, row)
+
+    def _new_symbol(self, row: Mapping[str, str]) -> str | None:
+        try:
+            symbol = _symbol(row)
+        except _RowError:
+            return None
+        if symbol and len(self._symbols) < _REMEMBERED:
+            self._symbols[row.get("symbol", "")] = symbol
+        return symbol or None
+
+    def _new_date(self, text: str | None) -> dt.date | None:
+        if text is None:
+            return None
+        try:
+            date = dt.date.fromisoformat(text)
+        except ValueError:
+            return None
+        if self.window.problem(date, "date") is not None:
+            return None
+        if len(self._dates) < _REMEMBERED:
+            self._dates[text] = date
+        return date
+
+
+def _plain_bar(line: int, symbol: str, date: dt.date, row: Mapping[str, str]) -> BarRow | None:
+    """The bar, when its volume is plain digits and its prices are numbers ``_parse_bar`` accepts."""
+    volume_text = row.get("volume", "")
+    try:
+        # ASCII digits only: ``int`` and ``Decimal`` read them alike (signs, exponents, Unicode
+        # digits, underscores take the strict path).
+        if not (volume_text.isascii() and volume_text.isdigit() and len(volume_text) <= _SAFE_VOLUME_DIGITS):
+            return None
+        open_ = Decimal(row.get("open", ""))
+        high = Decimal(row.get("high", ""))
+        low = Decimal(row.get("low", ""))
+        close = Decimal(row.get("close", ""))
+        # Within the column before rounding (as parse_decimal checks); a NaN raises here.
+        if not (0 < open_ <= PRICE_MAX and 0 < high <= PRICE_MAX and 0 < low <= PRICE_MAX and 0 < close <= PRICE_MAX):
+            return None
+        open_ = open_.quantize(PRICE_QUANTUM, rounding=ROUND_HALF_EVEN)
+        high = high.quantize(PRICE_QUANTUM, rounding=ROUND_HALF_EVEN)
+        low = low.quantize(PRICE_QUANTUM, rounding=ROUND_HALF_EVEN)
+        close = close.quantize(PRICE_QUANTUM, rounding=ROUND_HALF_EVEN)
+    except (InvalidOperation, TypeError, AttributeError):  # not text: the strict path decides
+        return None
+    # Rounded, low is positive and bounds the other three: every price is positive and in range.
+    if not (0 < low <= open_ <= high and low <= close <= high):
+        return None
+    return BarRow(line, symbol, date, open_, high, low, close, int(volume_text))
 
 
 class NewsValidator:
