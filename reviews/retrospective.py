@@ -54,6 +54,7 @@ from django.db.models import (
     Count,
     ExpressionWrapper,
     F,
+    Func,
     IntegerField,
     Max,
     OuterRef,
@@ -63,6 +64,7 @@ from django.db.models import (
     Sum,
     When,
 )
+from django.db.models.fields.json import KeyTransform
 
 from agents.domain.pricing import PriceTable
 from agents.models import Heuristic, ModelCall
@@ -286,7 +288,7 @@ def _hard_part(scope: Scope) -> HardPart:
     truncated: list[str] = []
     closed = _closed_rows(scope, truncated)
     still_open = _open_rows(scope, truncated)
-    trades = _closed_trades(closed, start)
+    trades = _closed_trades(closed, _rebuild_inputs(scope, closed), start)
     inference, inference_source = inference_in_account_currency(
         _inference_cost(scope), account_currency=account.currency
     )
@@ -335,8 +337,6 @@ _CLOSED_FIELDS = (
     "closed_on",
     "instrument_id",
     "instrument__symbol",
-    "order__fill_policy",
-    "order__filled_on",
     "order__costs",
     "thesis__run_id",
 )
@@ -346,12 +346,13 @@ _CLOSED_MONEY = (
     "entry_costs",
     "exit_costs",
     "realised_pnl",
-    "stop",
-    "target",
     "exit_reference",
     "order__reference_price",
     "dividends",
 )
+# What an old row's references are rebuilt from, read for those rows only (``_rebuild_inputs``).
+_REBUILD_FIELDS = ("id", "order__fill_policy", "order__filled_on")
+_REBUILD_MONEY = ("stop", "target")
 _OPEN_FIELDS = ("id", "direction", "opened_on", "instrument_id", "instrument__symbol")
 _MARKS = ("start_mark", "peak_mark", "end_mark")
 
@@ -364,22 +365,30 @@ def _exact_rows(
     Django's per-value converter, which was the largest single cost of a 10,000-position review
     (``bench/retrospective.py``). SQLite hands back the stored number, whose shortest repr is the
     decimal written (15 significant digits, as Django's own converter assumes); PostgreSQL hands
-    back the Decimal itself; either way ``Decimal(str(value))`` is exact."""
-    columns: dict[str, str] = {}  # the column read -> the row's key
+    back the Decimal itself; either way ``Decimal(str(value))`` is exact. The rows are read as
+    tuples and each dict built once, the money already converted."""
+    columns: list[str] = []  # the column read for each of ``money``
     wrapped: dict[str, ExpressionWrapper] = {}
     for index, name in enumerate(money):
         if name in _MARKS:  # already annotated as text
-            columns[name] = name
+            columns.append(name)
             continue
         alias = f"exact_{index}"
         wrapped[alias] = ExpressionWrapper(F(name), output_field=CharField())
-        columns[alias] = name
-    rows = list(queryset.annotate(**wrapped).values(*fields, *columns)[:limit])
-    for row in rows:
-        for alias, name in columns.items():
-            value = row.pop(alias)
-            row[name] = None if value is None else Decimal(str(value))
-    return rows
+        columns.append(alias)
+    names = (*fields, *money)
+    plain = len(fields)
+    found = queryset.annotate(**wrapped).values_list(*fields, *columns)[:limit]
+    return [
+        dict(
+            zip(
+                names,
+                (*values[:plain], *[None if value is None else Decimal(str(value)) for value in values[plain:]]),
+                strict=True,
+            )
+        )
+        for values in found
+    ]
 
 
 def _mark_before(day: dt.date, *, inclusive: bool = False) -> Subquery:
@@ -389,10 +398,19 @@ def _mark_before(day: dt.date, *, inclusive: bool = False) -> Subquery:
     return Subquery(marks.order_by("-date").values("unrealised_pnl")[:1], output_field=CharField())
 
 
+def _start_mark_of(start: dt.date) -> Case:
+    """The mark a position enters the period at (``_start_mark``), read only for one opened before
+    it: one opened in the period enters at zero, and its marks need not be searched."""
+    return Case(When(opened_on__lt=start, then=_mark_before(start)), default=None, output_field=CharField())
+
+
 def _peak_mark() -> Subquery:
-    """The position's best mark before its exit session (the peak of its path before the exit), as text."""
-    marks = PositionMark.objects.filter(position=OuterRef("pk"), date__lt=OuterRef("closed_on"))
-    return Subquery(marks.order_by("-unrealised_pnl").values("unrealised_pnl")[:1], output_field=CharField())
+    """The position's best mark before its exit session (the peak of its path before the exit), as
+    text: their MAX, which needs no sort per position (nor, then, a sort of the rows around it)."""
+    marks = PositionMark.objects.filter(position=OuterRef("pk"), date__lt=OuterRef("closed_on")).order_by()
+    # MAX as a plain function: over the position's own marks, with no GROUP BY to spell out.
+    peak = Func(F("unrealised_pnl"), function="MAX", output_field=CharField())
+    return Subquery(marks.annotate(peak=peak).values("peak"), output_field=CharField())
 
 
 def _bounded(rows: Iterable[dict[str, Any]], limit: int, name: str, truncated: list[str]) -> list[dict[str, Any]]:
@@ -406,7 +424,7 @@ def _bounded(rows: Iterable[dict[str, Any]], limit: int, name: str, truncated: l
 def _closed_rows(scope: Scope, truncated: list[str]) -> list[dict[str, Any]]:
     closed = (
         scope.closed()
-        .annotate(start_mark=_mark_before(scope.start), peak_mark=_peak_mark())
+        .annotate(start_mark=_start_mark_of(scope.start), peak_mark=_peak_mark())
         .order_by("-closed_on", "-id")
     )
     rows = _exact_rows(closed, _CLOSED_FIELDS, (*_CLOSED_MONEY, "start_mark", "peak_mark"), scope.limit + 1)
@@ -416,7 +434,7 @@ def _closed_rows(scope: Scope, truncated: list[str]) -> list[dict[str, Any]]:
 def _open_rows(scope: Scope, truncated: list[str]) -> list[dict[str, Any]]:
     still_open = (
         scope.open_at_end()
-        .annotate(start_mark=_mark_before(scope.start), end_mark=_mark_before(scope.end, inclusive=True))
+        .annotate(start_mark=_start_mark_of(scope.start), end_mark=_mark_before(scope.end, inclusive=True))
         .order_by("-opened_on", "-id")
     )
     rows = _exact_rows(still_open, _OPEN_FIELDS, ("start_mark", "end_mark"), scope.limit + 1)
@@ -446,17 +464,18 @@ def regret_of(*, realised: Decimal, entry_costs: Decimal, peak_mark: Decimal | N
 
 
 def _closed_row(row: Mapping[str, Any]) -> dict[str, Any]:
-    realised = Decimal(row["realised_pnl"])
+    realised = row["realised_pnl"]
+    realised_text = _money(realised)
     return {
         "id": row["id"],
         "symbol": row["instrument__symbol"],
         "direction": row["direction"],
         "opened_on": row["opened_on"].isoformat(),
         "closed_on": row["closed_on"].isoformat(),
-        "realised_pnl": _money(realised),
+        "realised_pnl": realised_text,
         "unrealised_pnl": None,
         "exit_reason": row["exit_reason"],
-        "vs_inaction": _money(realised - ZERO),  # inaction earns exactly zero
+        "vs_inaction": realised_text,  # inaction earns exactly zero: realised − 0
         "regret": _money(regret_of(realised=realised, entry_costs=row["entry_costs"], peak_mark=row["peak_mark"])),
     }
 
@@ -479,11 +498,11 @@ def _open_row(row: Mapping[str, Any]) -> dict[str, Any]:
 
 def _best_and_worst(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The closed positions with the highest and the lowest realised PnL (the earliest id on a tie)."""
-    closed = [row for row in rows if row["realised_pnl"] is not None]
+    closed = [(Decimal(row["realised_pnl"]), row) for row in rows if row["realised_pnl"] is not None]
     if not closed:
         return {"best_position": None, "worst_position": None}
-    best = max(closed, key=lambda row: (Decimal(row["realised_pnl"]), -row["id"]))
-    worst = min(closed, key=lambda row: (Decimal(row["realised_pnl"]), row["id"]))
+    _, best = max(closed, key=lambda pair: (pair[0], -pair[1]["id"]))
+    _, worst = min(closed, key=lambda pair: (pair[0], pair[1]["id"]))
     return {"best_position": dict(best), "worst_position": dict(worst)}
 
 
@@ -497,10 +516,46 @@ def _inaction(closed: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 # --- attribution ---------------------------------------------------------------------------------
 
 
-def _closed_trades(rows: Sequence[Mapping[str, Any]], start: dt.date) -> list[ClosedTrade]:
-    model = cost_model()
+def _closed_trades(
+    rows: Sequence[Mapping[str, Any]], rebuild: Mapping[int, Mapping[str, Any]], start: dt.date
+) -> list[ClosedTrade]:
+    charges = _Charges(cost_model())
+    rows = [{**row, **rebuild[row["id"]]} if row["id"] in rebuild else row for row in rows]
     bars = _reference_bars(rows)
-    return [_closed_trade(row, bars, model, start) for row in rows]
+    return [_closed_trade(row, bars, charges, start) for row in rows]
+
+
+def _rebuild_inputs(scope: Scope, closed: Sequence[Mapping[str, Any]]) -> dict[int, dict[str, Any]]:
+    """The order's fill policy and day and the levels of each closed row the broker wrote without a
+    reference price, by id: one query when there are such rows, none otherwise, so the rows every
+    review reads carry four columns fewer. The period's latest rows lacking a reference, as many as
+    the review reads, include each of those it read."""
+    if all(row["order__reference_price"] is not None and row["exit_reference"] is not None for row in closed):
+        return {}
+    lacking = (
+        scope.closed()
+        .filter(Q(order__reference_price__isnull=True) | Q(exit_reference__isnull=True))
+        .order_by("-closed_on", "-id")
+    )
+    return {row["id"]: row for row in _exact_rows(lacking, _REBUILD_FIELDS, _REBUILD_MONEY, scope.limit)}
+
+
+class _Charges:
+    """The cost model's breakdown of an order, computed once per (side, quantity, price) in a
+    review: the exit legs' lines are not stored, so each is recomputed, and exits of the same
+    quantity at the same price (one instrument's stops, targets and closes on a day) repeat one."""
+
+    def __init__(self, model: CostModel) -> None:
+        self.model = model
+        self._computed: dict[tuple[str, int, Decimal], CostBreakdown] = {}
+
+    def of(self, side: str, quantity: int, price: Decimal) -> CostBreakdown:
+        key = (side, quantity, price)
+        breakdown = self._computed.get(key)
+        if breakdown is None:
+            breakdown = order_costs("BUY" if side == "BUY" else "SELL", quantity, price, self.model)
+            self._computed[key] = breakdown
+        return breakdown
 
 
 def _reference_bars(rows: Sequence[Mapping[str, Any]]) -> dict[tuple[int, dt.date], tuple[Decimal, Decimal]]:
@@ -562,16 +617,16 @@ def _references(
 
 
 def _breakdown(
-    stored: object, side: str, quantity: int, price: Decimal, total: Decimal, model: CostModel
+    stored: object, side: str, quantity: int, price: Decimal, total: Decimal, charges: _Charges
 ) -> CostBreakdown:
     """A leg's charges line by line: as the order stored them, else recomputed with the desk's cost
     model; when neither adds up to the stored total (the model changed since), the stored total is
     kept whole on the brokerage line, so the figures still add up to the paisa."""
     if isinstance(stored, Mapping) and all(line in stored for line in COST_LINES):
-        breakdown = CostBreakdown(**{line: Decimal(str(stored[line])) for line in COST_LINES})
+        breakdown = CostBreakdown(*(Decimal(str(stored[line])) for line in COST_LINES))
         if breakdown.total == total:
             return breakdown
-    breakdown = order_costs("BUY" if side == "BUY" else "SELL", quantity, price, model)
+    breakdown = charges.of(side, quantity, price)
     if breakdown.total == total:
         return breakdown
     return CostBreakdown(brokerage=total, stt=ZERO, exchange_charge=ZERO, sebi_fee=ZERO, stamp_duty=ZERO, gst=ZERO)
@@ -580,7 +635,7 @@ def _breakdown(
 def _closed_trade(
     row: Mapping[str, Any],
     bars: Mapping[tuple[int, dt.date], tuple[Decimal, Decimal]],
-    model: CostModel,
+    charges: _Charges,
     start: dt.date,
 ) -> ClosedTrade:
     direction = as_direction(row["direction"])
@@ -591,9 +646,9 @@ def _closed_trade(
         "entry_price": row["entry_price"],
         "exit_price": row["exit_price"],
         "entry_costs": _breakdown(
-            row["order__costs"], entry_side(direction), quantity, row["entry_price"], row["entry_costs"], model
+            row["order__costs"], entry_side(direction), quantity, row["entry_price"], row["entry_costs"], charges
         ),
-        "exit_costs": _breakdown(None, exit_side(direction), quantity, row["exit_price"], row["exit_costs"], model),
+        "exit_costs": _breakdown(None, exit_side(direction), quantity, row["exit_price"], row["exit_costs"], charges),
         "realised_pnl": row["realised_pnl"],
         "manual_exit": row["exit_reason"] == MANUAL_EXIT,
         "unrealised_at_start": _start_mark(row, start),
@@ -794,12 +849,9 @@ def _candidate_forecasts(scope: Scope, truncated: list[str]) -> list[tuple[int, 
         horizon = int(settings.DESK["FORECAST_HORIZON_SESSIONS"])
         runs = runs.filter(as_of__gte=scope.start - dt.timedelta(days=_horizon_days(horizon)), as_of__lte=scope.end)
     rows = list(
-        runs.order_by("-as_of", "-id").values_list(
-            "id",
-            "instrument_id",
-            "as_of",
-            "feature_snapshot__bundle__forecast",
-        )[: scope.limit + 1]
+        runs.annotate(forecast=_json_key("feature_snapshot__bundle", "forecast"))
+        .order_by("-as_of", "-id")
+        .values_list("id", "instrument_id", "as_of", "forecast")[: scope.limit + 1]
     )
     if len(rows) > scope.limit:
         truncated.append("forecasts")
@@ -814,8 +866,10 @@ class _Series:
     bars: tuple[Bar, ...]
     dates: tuple[dt.date, ...]
 
-    def after(self, day: dt.date) -> tuple[Bar, ...]:
-        return self.bars[bisect_right(self.dates, day) :]
+    def after(self, day: dt.date, count: int) -> tuple[Bar, ...]:
+        """The first ``count`` bars after ``day`` (fewer when the series ends sooner)."""
+        first = bisect_right(self.dates, day)
+        return self.bars[first : first + count]
 
     def close_on(self, day: dt.date) -> Decimal | None:
         index = bisect_left(self.dates, day)
@@ -865,7 +919,7 @@ def _resolved_theses(
             target=row["target"],
             horizon_sessions=row["horizon_sessions"],
             decision_close=decision_close,
-            bars=bars.after(row["run__as_of"]),
+            bars=bars.after(row["run__as_of"], row["horizon_sessions"]),  # all it reads
         )
         if resolution is not None and scope.start <= resolution.resolved_on <= scope.end:
             resolved[row["run_id"]] = resolution
@@ -882,8 +936,10 @@ def _calls(resolved: Mapping[int, ThesisResolution]) -> dict[str, Any]:
     for move in (1, -1):
         runs = [run for run, resolution in resolved.items() if resolution.move == move]
         for chunk in (runs[index : index + CHUNK] for index in range(0, len(runs), CHUNK)):
+            # ``run__id__in``, not ``run_id__in``: the same SQL (no join once unordered), built in
+            # about half the time, as it skips the related lookup's normalising of each id.
             notes = (
-                AnalystNoteRecord.objects.filter(run_id__in=chunk)
+                AnalystNoteRecord.objects.filter(run__id__in=chunk)
                 .annotate(call=_NOTE_SIDE)
                 .values_list("role", "call")
                 .annotate(n=Count("id"))
@@ -892,7 +948,7 @@ def _calls(resolved: Mapping[int, ThesisResolution]) -> dict[str, Any]:
             for role, call, count in notes:
                 _count(analysts[role], call_right(call, move), count)
             winners = (
-                DebateRecord.objects.filter(run_id__in=chunk).values_list("winner").annotate(n=Count("id")).order_by()
+                DebateRecord.objects.filter(run__id__in=chunk).values_list("winner").annotate(n=Count("id")).order_by()
             )
             for winner, count in winners:
                 _count(debate, call_right(1 if winner == "LONG" else -1, move), count)
@@ -914,13 +970,26 @@ def _research_calls(totals: dict[str, list[int]], runs: Sequence[int], move: int
     """The research signals a person attached to the strategy, as each run read them (its context
     stage keeps each one's position as of the run's day), counted against the realised move like an
     analyst's call."""
-    rows = StageRun.objects.filter(run_id__in=runs, stage="context").values_list("output__research_signals", flat=True)
+    rows = (
+        StageRun.objects.filter(run__id__in=runs, stage="context")
+        .annotate(signals=_json_key("output", "research_signals"))
+        .values_list("signals", flat=True)
+        .order_by()  # the model's ordering would join the runs to sort rows that are only counted
+    )
     for signals in rows:
         for entry in signals or []:
             reading = entry.get("reading") if isinstance(entry, Mapping) else None
             position = reading.get("position") if isinstance(reading, Mapping) else None
             if isinstance(position, int) and not isinstance(position, bool):
                 _count(totals[str(entry.get("name", "?"))], call_right(position, move), 1)
+
+
+def _json_key(field: str, key: str) -> KeyTransform:
+    """``field__key`` of a JSON column, for ``values_list``. Named there, Django first tries the
+    key as a field and keeps the refusal in a reference cycle that holds every frame above it, the
+    review's rows included, until the collector runs: ~50,000 objects and a twentieth of a
+    10,000-position review, and the rows' memory held meanwhile. Built here, the path is only fields."""
+    return KeyTransform(key, field)
 
 
 # A note's call: +1 bullish, -1 bearish, 0 for an abstention or a stance of zero (no side taken).
@@ -967,11 +1036,11 @@ def _forecast_coverage(
         if band is None or bars is None:
             continue
         low, high, horizon = band
-        after = bars.after(as_of)
-        if len(after) < horizon or not scope.start <= after[horizon - 1].date <= scope.end:
+        after = bars.after(as_of, horizon)
+        if len(after) < horizon or not scope.start <= after[-1].date <= scope.end:
             continue
         resolved += 1
-        inside += forecast_covers(low_price=low, high_price=high, close=after[horizon - 1].close)
+        inside += forecast_covers(low_price=low, high_price=high, close=after[-1].close)
     return {"resolved": resolved, "inside": inside, "coverage": _rate(rate(inside, resolved))}
 
 
@@ -993,7 +1062,8 @@ def _heuristics(scope: Scope, closed: Sequence[Mapping[str, Any]]) -> list[dict[
     closed positions whose entry run cited it (once per position, accepted citations only)."""
     pnl_by_run = {row["thesis__run_id"]: row["realised_pnl"] for row in closed}
     cited = (
-        HeuristicCitation.objects.filter(accepted=True, run__thesis__position__in=scope.closed().values("pk"))
+        # The runs of the closed positions' theses, read from the positions (no join through the runs).
+        HeuristicCitation.objects.filter(accepted=True, run__id__in=scope.closed().values("thesis__run_id"))
         .values_list("run_id", "code")
         .order_by()  # the model's ordering would enter the DISTINCT and count a code once per role
         .distinct()
