@@ -23,7 +23,7 @@ from agents.domain.memory import LIVE_SCOPE, HybridIndex, MemoryHit, MemoryRecor
 from agents.domain.pricing import PriceTable
 from agents.models import MemoryEntry, ModelCall
 from agents.providers.recorded import prompt_key
-from security.redaction import redact_secrets
+from security.redaction import secrets_redactor
 
 
 class BufferedRecorder:
@@ -53,6 +53,7 @@ class BufferedRecorder:
                 (self.prices.cost(c.model, c.input_tokens, c.output_tokens, provider=c.provider) for c in pending),
                 Decimal(0),
             )
+        redact_text = secrets_redactor()  # the secrets read once for the batch, not twice per call
         ModelCall.objects.bulk_create(
             ModelCall(
                 run_id=self.run_id,
@@ -64,13 +65,13 @@ class BufferedRecorder:
                 prompt_key=prompt_key(c.role, c.system, c.prompt),
                 system=c.system,
                 prompt=c.prompt,
-                reply=redact_secrets(c.reply),  # a reply or an error may echo a credential
+                reply=redact_text(c.reply),  # a reply or an error may echo a credential
                 input_tokens=c.input_tokens,
                 output_tokens=c.output_tokens,
                 cost=self.prices.cost(c.model, c.input_tokens, c.output_tokens, provider=c.provider),
                 latency_ms=c.latency_ms,
                 ok=c.ok,
-                error=redact_secrets(c.error),
+                error=redact_text(c.error),
                 attempt=c.attempt,
             )
             for c in pending

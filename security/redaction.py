@@ -10,17 +10,24 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from django.conf import settings
 
-from security.domain.redaction import redact, secrets_in_environ
+from security.domain.redaction import SECRET_NAME_SUFFIXES, redact, secrets_in_environ
 
 T = TypeVar("T")
+# Joins a structure's strings into one text to check them all at once: no secret or credential
+# pattern can match it, so a match in one string is a match in the joined text at the same place.
+_JOIN = "\x00"
 
 
 def configured_secrets() -> list[str]:
-    found = list(secrets_in_environ(os.environ))
+    # Only the variables named for a credential are decoded: the environment holds a few hundred
+    # others, and this is read on every redaction.
+    named = {name: os.environ[name] for name in os.environ if name.upper().endswith(SECRET_NAME_SUFFIXES)}
+    found = list(secrets_in_environ(named))
     if settings.configured:
         llm = getattr(settings, "LLM", {}) or {}
         found += [str(llm.get(name) or "") for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")]
@@ -33,9 +40,44 @@ def redact_secrets(text: str) -> str:
     return redact(text, configured_secrets()) if text else text
 
 
+def secrets_redactor() -> Callable[[str], str]:
+    """``redact_secrets`` for a batch of texts: the secrets are read once, when it is made (a
+    flush of a run's model calls redacts each reply and error)."""
+    secrets = configured_secrets()
+
+    def redact_text(text: str) -> str:
+        return redact(text, secrets) if text else text
+
+    return redact_text
+
+
 def redact_data(value: T) -> T:
-    """Every string inside ``value`` (dicts, lists, tuples, nested) redacted; other values as they are."""
-    return _walk(value, configured_secrets())
+    """Every string inside ``value`` (dicts, lists, tuples, nested) redacted; other values as they are.
+
+    A copy is made, and its strings are checked together, joined: when the joined text has nothing
+    to cut (the usual case), neither has any of them, and the copy is the answer; otherwise each
+    string is redacted on its own, exactly as ``_walk`` does."""
+    secrets = configured_secrets()
+    texts: list[str] = []
+    copied = _copy(value, texts)
+    if not texts:
+        return copied
+    joined = _JOIN.join(texts)
+    if all(_JOIN not in secret for secret in secrets) and redact(joined, secrets) == joined:
+        return copied
+    return _walk(value, secrets)
+
+
+def _copy(value: Any, texts: list[str]) -> Any:
+    """``_walk`` without the redaction: the same containers rebuilt, each string collected."""
+    if isinstance(value, str):
+        texts.append(value)
+        return value
+    if isinstance(value, dict):
+        return {key: _copy(item, texts) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_copy(item, texts) for item in value)
+    return value
 
 
 def _walk(value: Any, secrets: list[str]) -> Any:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 from trading.models.market import FeatureSnapshot, Instrument
 
@@ -86,7 +87,9 @@ class StageRun(models.Model):
     stage = models.CharField(max_length=16)
     position = models.PositiveSmallIntegerField()
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
-    started_at = models.DateTimeField(auto_now_add=True)
+    # Stamped when the row is made (not when it is inserted): a replay day writes its stage rows in one
+    # statement at the run's end, each with the moment its stage started.
+    started_at = models.DateTimeField(default=timezone.now, editable=False)
     finished_at = models.DateTimeField(null=True, blank=True)
     output = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)

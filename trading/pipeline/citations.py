@@ -56,17 +56,21 @@ def citations_store(
     texts_by_role: Mapping[str, Iterable[str]],
     active_codes: Collection[str],
     notes: Mapping[str, AnalystNoteRecord] | None = None,
+    fresh: bool = False,
 ) -> list[HeuristicCitation]:
     """Store each role's citations (replacing that role's earlier rows of this run) and return them.
-    Call it inside the stage's transaction."""
+    Call it inside the stage's transaction. ``fresh``: the caller knows the run has no rows of
+    these roles yet (a replay run made in the transaction executing it), so none is looked for."""
     notes = notes or {}
     found = {role: verdicts(texts, active_codes) for role, texts in texts_by_role.items()}
     accepted_codes = {verdict.code for cited in found.values() for verdict in cited if verdict.accepted}
-    heuristics = {row.code: row for row in Heuristic.objects.filter(code__in=accepted_codes)}
-    earlier = HeuristicCitation.objects.filter(run=run, role__in=list(found))
-    # A stage written again keeps the thesis its rows were already tied to.
-    thesis_of = {(role, code): thesis for role, code, thesis in earlier.values_list("role", "code", "thesis_id")}
-    earlier.delete()
+    heuristics = {row.code: row for row in Heuristic.objects.filter(code__in=accepted_codes)} if accepted_codes else {}
+    thesis_of: dict[tuple[str, str], int | None] = {}
+    if not fresh:
+        earlier = HeuristicCitation.objects.filter(run=run, role__in=list(found))
+        # A stage written again keeps the thesis its rows were already tied to.
+        thesis_of = {(role, code): thesis for role, code, thesis in earlier.values_list("role", "code", "thesis_id")}
+        earlier.delete()
     rows = []
     for role, cited in found.items():
         for verdict in cited:
@@ -85,7 +89,7 @@ def citations_store(
                 )
             )
     # One read, one delete and one insert per stage, however many codes its roles cited.
-    return HeuristicCitation.objects.bulk_create(rows)
+    return HeuristicCitation.objects.bulk_create(rows) if rows else []
 
 
 def citations_link_thesis(*, run: PipelineRun, thesis: Thesis) -> int:

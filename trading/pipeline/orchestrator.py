@@ -142,6 +142,13 @@ def replay_runs(mode: ReplayRuns) -> Iterator[None]:
         _replay_runs.reset(token)
 
 
+def _exclusive() -> bool:
+    """Whether this context's runs are made and executed in one transaction of this process (see
+    ``ReplayRuns.exclusive``): nobody else can see them, so nothing of theirs exists before they do."""
+    mode = _replay_runs.get()
+    return mode is not None and mode.exclusive
+
+
 def _account_of(run: PipelineRun) -> Account:
     """``account_for_run``, or the replay's account its mode holds."""
     mode = _replay_runs.get()
@@ -308,6 +315,8 @@ class RunContext:
     # The stages with a row already (an earlier attempt started them): the others are inserted
     # without looking first.
     stage_rows: frozenset[str] = frozenset()
+    # An exclusive replay run's stage rows, kept here and inserted together when the run ends.
+    buffer: _StageBuffer | None = None
 
     @property
     def bundle(self) -> FeatureBundle:
@@ -544,7 +553,7 @@ def _stage_trader(ctx: RunContext) -> TraderOutput:
         debate,
         ctx.notes,
         anchors_from_bundle(bundle),
-        other_symbols=list(Instrument.objects.exclude(pk=instrument.pk).values_list("symbol", flat=True)),
+        other_symbols=_other_symbols(instrument),
         recorder=ctx.recorder,
         budget=ctx.budget,
         memory_block=ctx.memory_block,
@@ -561,6 +570,16 @@ def _stage_trader(ctx: RunContext) -> TraderOutput:
     except ThesisInvalid as error:
         raise StageFailed(f"thesis validator: {error}") from None
     return TraderOutput(proposed=proposed, thesis=anchored, warnings=_overruled(proposed, debate))
+
+
+def _other_symbols(instrument: Instrument) -> list[str]:
+    """Every other instrument's symbol, in the instruments' order: from the replay's cache when it
+    holds them (read once for the replay), else from the table."""
+    mode = _replay_runs.get()
+    source = mode.source if mode is not None else None
+    if source is not None and hasattr(source, "other_symbols"):
+        return list(source.other_symbols(instrument))
+    return list(Instrument.objects.exclude(pk=instrument.pk).values_list("symbol", flat=True))
 
 
 def _held(run: PipelineRun, account: Account) -> str:
@@ -736,6 +755,7 @@ def _analysts_rows(ctx: RunContext, output: AnalystsOutput) -> None:
         texts_by_role={role: note_texts(note) for role, note in output.notes.items()},
         active_codes=ctx.playbook_codes,
         notes=records,
+        fresh=fresh,
     )
 
 
@@ -765,12 +785,18 @@ def _debate_rows(ctx: RunContext, output: DebateOutput) -> None:
             "manager": verdict_texts(output.result),
         },
         active_codes=ctx.playbook_codes,
+        fresh=_exclusive(),
     )
 
 
 def _trader_rows(ctx: RunContext, output: TraderOutput) -> None:
     """The playbook heuristics the thesis cites; tied to the thesis row when the risk stage makes it."""
-    citations_store(run=ctx.run, texts_by_role={"trader": thesis_texts(output.thesis)}, active_codes=ctx.playbook_codes)
+    citations_store(
+        run=ctx.run,
+        texts_by_role={"trader": thesis_texts(output.thesis)},
+        active_codes=ctx.playbook_codes,
+        fresh=_exclusive(),
+    )
 
 
 STAGE_ROWS: dict[str, Callable[[RunContext, Any], None]] = {
@@ -797,11 +823,6 @@ def _start_stage(run: PipelineRun, stage: str, lease: RunLease, *, has_row: bool
     """The stage's row, marked running. ``has_row`` False: no attempt started this stage before
     (read when this attempt began), so the row is inserted without looking; no other attempt can
     add it meanwhile, as it would need the lease this one holds (checked in the same transaction)."""
-    mode = _replay_runs.get()
-    if mode is not None and mode.exclusive:
-        return StageRun.objects.create(
-            run=run, stage=stage, position=STAGES.index(stage), status=StageRun.Status.RUNNING
-        )
     with transaction.atomic():
         lease.hold()
         if has_row:
@@ -823,11 +844,53 @@ def _start_stage(run: PipelineRun, stage: str, lease: RunLease, *, has_row: bool
     return record
 
 
+class _StageBuffer:
+    """The stage rows of a run made and executed in one transaction (``ReplayRuns.exclusive``):
+    nobody can read them before the transaction commits, so instead of an insert when each stage
+    starts and an update when it ends, each row is kept in memory with its own times and status
+    and all are inserted in one statement when the run ends, as they would stand by then. Its
+    model calls wait for the run's end too (``flush``)."""
+
+    def __init__(self) -> None:
+        self.rows: list[StageRun] = []
+
+    def start(self, run: PipelineRun, stage: str) -> StageRun:
+        record = StageRun(
+            run=run,
+            stage=stage,
+            position=STAGES.index(stage),
+            status=StageRun.Status.RUNNING,
+            started_at=timezone.now(),
+        )
+        self.rows.append(record)
+        return record
+
+    def write(self) -> None:
+        """Insert the rows kept, once; each keeps the ``started_at`` stamped when its stage started."""
+        rows, self.rows = self.rows, []
+        if rows:
+            StageRun.objects.bulk_create(rows)
+
+
 def _complete_stage(ctx: RunContext, record: StageRun, output: StageOutput) -> StageOutput:
     # An analyst's failure reason may echo a provider's credentials: what is kept (the stage, its
     # rows and what later stages read) is the redacted output.
     stored = redact_data(output.stored())
     output = type(output).model_validate(stored)
+    if ctx.buffer is not None:
+        # Written with the run's other rows when it ends (its calls too): nobody can see it sooner.
+        with _stage_transaction():
+            record.status, record.output, record.finished_at, record.error = (
+                StageRun.Status.DONE,
+                stored,
+                timezone.now(),
+                "",
+            )
+            if rows := STAGE_ROWS.get(record.stage):
+                rows(ctx, output)
+        ctx.outputs.record(output)
+        _publish(ctx.run, "stage.finished", stage=record.stage, status="done")
+        return output
     # The calls first, in their own transaction: they were made (and paid for) whether or not this
     # attempt still holds the run.
     ctx.recorder.flush()
@@ -845,6 +908,10 @@ def _complete_stage(ctx: RunContext, record: StageRun, output: StageOutput) -> S
 
 def _fail_stage(ctx: RunContext, record: StageRun, reason: str) -> None:
     reason = redact_secrets(reason)
+    if ctx.buffer is not None:
+        record.status, record.error, record.finished_at = StageRun.Status.FAILED, reason, timezone.now()
+        _publish(ctx.run, "stage.finished", stage=record.stage, status="failed", reason=reason)
+        return
     ctx.recorder.flush()
     with transaction.atomic():
         ctx.lease.hold()
@@ -873,8 +940,13 @@ def pipeline_run_execute(run_id: int, *, stop_after: str | None = None) -> Pipel
     recorder = WakingRecorder(run_id=run.pk, prices=PriceTable.from_mapping(settings.LLM.get("PRICES", {})))
     keeper = AttemptKeeper(lease, recorder).start()
     progress = _Progress()
+    buffer = _StageBuffer() if mode is not None and mode.exclusive else None
     try:
-        return _execute(run, lease, recorder, progress, stop_after=stop_after)
+        executed = _execute(run, lease, recorder, progress, stop_after=stop_after, buffer=buffer)
+        if buffer is not None:
+            buffer.write()
+            recorder.flush()
+        return executed
     except LeaseLost:
         logger.warning("run %s: %s lost its lease in %s; stopped without writing", run.pk, lease.owner, progress.stage)
         audit_record(
@@ -886,6 +958,8 @@ def pipeline_run_execute(run_id: int, *, stop_after: str | None = None) -> Pipel
         return PipelineRun.objects.filter(pk=run_id).first()
     except BaseException as error:
         _note_attempt_death(run, lease, progress.stage, error)
+        if buffer is not None:
+            _write_quietly(buffer, run.pk)
         raise
     finally:
         keeper.stop()
@@ -992,7 +1066,10 @@ def _ending_after(output: StageOutput) -> _Ending:
 def _run_stage(ctx: RunContext, stage: str) -> StageOutput | None:
     """One stage, stored; None when it failed (the run is then finished as failed, with why)."""
     ctx.budget.refresh()
-    record = _start_stage(ctx.run, stage, ctx.lease, has_row=stage in ctx.stage_rows)
+    if ctx.buffer is not None:
+        record = ctx.buffer.start(ctx.run, stage)
+    else:
+        record = _start_stage(ctx.run, stage, ctx.lease, has_row=stage in ctx.stage_rows)
     try:
         output = STAGE_FUNCTIONS[stage](ctx)
     except (StageFailed, BudgetExceeded) as error:
@@ -1011,7 +1088,13 @@ def _run_stage(ctx: RunContext, stage: str) -> StageOutput | None:
 
 
 def _execute(
-    run: PipelineRun, lease: RunLease, recorder: WakingRecorder, progress: _Progress, *, stop_after: str | None
+    run: PipelineRun,
+    lease: RunLease,
+    recorder: WakingRecorder,
+    progress: _Progress,
+    *,
+    stop_after: str | None,
+    buffer: _StageBuffer | None = None,
 ) -> PipelineRun:
     stored = _finished_outputs(run, lease)
     if stored is None:
@@ -1043,6 +1126,7 @@ def _execute(
         lease=lease,
         account=account,
         stage_rows=stored.stage_rows,
+        buffer=buffer,
     )
     for stage in [stage for stage in STAGES if not done.has(stage)]:
         progress.stage = stage
@@ -1066,6 +1150,14 @@ def _note_attempt_death(run: PipelineRun, lease: RunLease, stage: str, error: Ba
         PipelineRun.objects.filter(pk=run.pk, lease_owner=lease.owner).update(failure_reason=note)
     except Exception:
         logger.warning("run %s: could not note why attempt %s died", run.pk, run.attempts, exc_info=True)
+
+
+def _write_quietly(buffer: _StageBuffer, run_id: int) -> None:
+    # The stages an attempt started are kept even when it dies, as the live path's rows are.
+    try:
+        buffer.write()
+    except Exception:
+        logger.warning("run %s: could not write its stage rows", run_id, exc_info=True)
 
 
 def _flush_quietly(recorder: recording.BufferedRecorder, run_id: int) -> None:

@@ -58,6 +58,7 @@ class ReplayCache:
         self._fundamentals = self._read_fundamentals(ids)
         self._macro = self._read_macro()
         self._others: list[Instrument] | None = None
+        self._symbols: list[tuple[int, str]] | None = None
 
     # --- reading once -------------------------------------------------------------------------
 
@@ -196,6 +197,13 @@ class ReplayCache:
         if self._others is None:
             self._others = list(Instrument.objects.filter(is_active=True).order_by("symbol"))
         return [other for other in self._others if other.pk != instrument.pk]
+
+    def other_symbols(self, instrument: Instrument) -> list[str]:
+        """Every other instrument's symbol, active or not, in the table's order: what the trader
+        is told its thesis must not name (read once; no instrument is added while a replay runs)."""
+        if self._symbols is None:
+            self._symbols = list(Instrument.objects.values_list("pk", "symbol"))
+        return [symbol for pk, symbol in self._symbols if pk != instrument.pk]
 
 
 def _as_float(value: object) -> float | None:
