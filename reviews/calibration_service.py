@@ -31,15 +31,16 @@ import dataclasses
 import datetime as dt
 import hashlib
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
-from django.db.models import Count, FloatField, Max, Q, QuerySet
+from django.db import IntegrityError, connections, transaction
+from django.db.models import CharField, Count, F, FloatField, Max, Q, QuerySet
 from django.db.models.functions import Cast
+from django.db.models.sql.constants import MULTI
 
 from agents.models import CalibrationFit
 from agents.roles.trader import HORIZON_SESSIONS as DEFAULT_HORIZON_SESSIONS
@@ -163,6 +164,11 @@ class _Closes:
                 self._by_instrument[instrument_id] = (dates + later_dates, closes + later_closes)
                 self._from[instrument_id] = start
 
+    @property
+    def series(self) -> Mapping[int, tuple[list[dt.date], list[Decimal]]]:
+        """The (dates, closes) read so far, by instrument (``_resolve`` reads them in bulk)."""
+        return self._by_instrument
+
     def move(self, instrument_id: int, as_of: dt.date, horizon: int) -> int | None:
         """The sign of the move over ``horizon`` sessions after ``as_of``; None while unresolved."""
         dates, closes = self._by_instrument.get(instrument_id, ([], []))
@@ -173,42 +179,46 @@ class _Closes:
         return _sign(closes[finish] - closes[start])
 
 
-def _horizon(value: int | None) -> int:
-    return int(value) if value else DEFAULT_HORIZON_SESSIONS
-
-
-@dataclass(frozen=True)
-class _Row:
-    confidence: float
-    side: int
-    as_of: dt.date
-    instrument_id: int
-    horizon: int
-
-
 def _analyst_rows(role: str, runs: Q, end: dt.date) -> QuerySet[Any]:
+    return _notes(runs, end).filter(role=role).values_list(*_COLUMNS)
+
+
+def _notes(runs: Q, end: dt.date) -> QuerySet[Any]:
+    """Every analyst role's calls, newest first (a role's alone keep the same order)."""
     return (
-        AnalystNoteRecord.objects.filter(runs, role=role, abstained=False, run__as_of__lte=end)
+        AnalystNoteRecord.objects.filter(runs, role__in=ANALYST_ROLES, abstained=False, run__as_of__lte=end)
         .exclude(stance=0)
         .order_by("-run__as_of", "-id")
-        # Read as floats: the ECE works in floats, and Django's per-value Decimal converter is slow.
-        .values_list(
-            _float("confidence"), _float("stance"), "run__as_of", "run__instrument_id", "run__thesis__horizon_sessions"
-        )
+        .annotate(**_columns(_float("confidence"), _float("stance")))
     )
+
+
+# A call's columns, in the order ``_resolve`` reads them: the stated confidence, the side taken, the
+# run's as-of date, its instrument and its thesis's horizon. Read as floats, ISO text and integers,
+# which every backend returns as they are: ``_pages`` skips Django's per-value converters (Decimal,
+# date), which cost more than the rest of the resolution together.
+_COLUMNS = ("call_confidence", "call_side", "call_as_of", "call_instrument", "call_horizon")
+
+
+def _columns(confidence: Cast, side: Cast | F) -> dict[str, Any]:
+    values = (confidence, side, _text("run__as_of"), F("run__instrument_id"), F("run__thesis__horizon_sessions"))
+    return dict(zip(_COLUMNS, values, strict=True))
 
 
 def _float(field: str) -> Cast:
     return Cast(field, FloatField())
 
 
+def _text(field: str) -> Cast:
+    return Cast(field, CharField())
+
+
 def _debate_rows(runs: Q, end: dt.date) -> QuerySet[Any]:
     return (
         DebateRecord.objects.filter(runs, run__as_of__lte=end)
         .order_by("-run__as_of", "-id")
-        .values_list(
-            _float("conviction"), "winner", "run__as_of", "run__instrument_id", "run__thesis__horizon_sessions"
-        )
+        .annotate(**_columns(_float("conviction"), F("winner")))
+        .values_list(*_COLUMNS)
     )
 
 
@@ -217,32 +227,133 @@ def _rows(subject: str, account: Account | None, end: dt.date) -> QuerySet[Any]:
     return _debate_rows(runs, end) if subject == DEBATE else _analyst_rows(subject, runs, end)
 
 
-def _as_row(subject: str, values: Sequence[Any]) -> _Row:
-    confidence, side, as_of, instrument_id, horizon = values
-    direction = (1 if side == "LONG" else -1) if subject == DEBATE else _sign(side)
-    return _Row(float(confidence), direction, as_of, instrument_id, _horizon(horizon))
-
-
-def _pages(rows: QuerySet[Any]) -> Iterator[list[Any]]:
-    """The rows in pages of ``_PAGE``, newest first, from one query (one sort, however many pages)."""
+def _pages(rows: QuerySet[Any]) -> Generator[list[Any], None, None]:
+    """The rows (a ``values_list``, whose columns Django selects in the order named) in pages of
+    ``_PAGE``, newest first, from one query (one sort, however many pages), as the database
+    returns them: no per-value converters."""
+    query = rows.query
+    chunked = not connections[rows.db].settings_dict.get("DISABLE_SERVER_SIDE_CURSORS")
+    chunks = query.get_compiler(using=rows.db).execute_sql(MULTI, chunked_fetch=chunked, chunk_size=_PAGE)
     page: list[Any] = []
-    for values in rows.iterator(chunk_size=_PAGE):
-        page.append(values)
-        if len(page) == _PAGE:
-            yield page
-            page = []
+    for chunk in chunks:
+        page.extend(chunk)
+        while len(page) >= _PAGE:
+            yield page[:_PAGE]
+            page = page[_PAGE:]
     if page:
         yield page
 
 
-def _resolve(page: list[_Row], closes: _Closes) -> Iterator[Call]:
-    closes.load((row.instrument_id for row in page), min(row.as_of for row in page))
-    for row in page:
-        move = closes.move(row.instrument_id, row.as_of, row.horizon)
-        confidence = float(row.confidence)
-        if not move or not 0.0 <= confidence <= 1.0:  # unresolved, flat, or a stored value out of range
+class _RoleSplit:
+    """Each analyst role's pages, exactly as ``_pages(_analyst_rows(role, ...))`` gives them, read
+    from one query for all roles: one scan of the notes instead of one per role (the scan, not
+    the sort, is what a role's query costs). A role's rows read ahead of its turn wait here; the
+    query is read only as far as the roles taken so far need."""
+
+    def __init__(self, runs: Q, end: dt.date) -> None:
+        self._source = _pages(_notes(runs, end).values_list(*_COLUMNS, "role"))
+        self._waiting: dict[str, list[Any]] = {role: [] for role in ANALYST_ROLES}
+
+    def pages(self, role: str) -> Iterator[list[Any]]:
+        waiting = self._waiting[role]
+        while True:
+            while len(waiting) < _PAGE and self._read_more():
+                pass
+            if not waiting:
+                return
+            page = waiting[:_PAGE]
+            del waiting[:_PAGE]
+            yield page
+
+    def _read_more(self) -> bool:
+        chunk = next(self._source, None)
+        if chunk is None:
+            return False
+        waiting = self._waiting
+        for row in chunk:
+            waiting[row[-1]].append(row[:-1])
+        return True
+
+    def close(self) -> None:
+        self._source.close()
+
+
+@dataclass
+class _Resolved:
+    """Resolved calls as parallel columns (newest first): the summary needs only the first two,
+    and tens of thousands of ``Call`` objects cost more than resolving them."""
+
+    confidences: list[float] = dataclasses.field(default_factory=list)
+    outcomes: list[int] = dataclasses.field(default_factory=list)
+    as_ofs: list[dt.date] = dataclasses.field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.outcomes)
+
+    def truncated(self, limit: int) -> _Resolved:
+        return _Resolved(self.confidences[:limit], self.outcomes[:limit], self.as_ofs[:limit])
+
+    def calls(self) -> list[Call]:
+        return [
+            Call(confidence=confidence, right=bool(outcome), as_of=as_of)
+            for confidence, outcome, as_of in zip(self.confidences, self.outcomes, self.as_ofs, strict=True)
+        ]
+
+
+def _resolve(subject: str, page: list[Any], closes: _Closes, into: _Resolved) -> None:
+    """Resolve one page of rows (``_rows``' values) into ``into``: the same rule as
+    ``_Closes.move`` and the module's docstring, in one loop with local lookups (it runs once per
+    stored call read)."""
+    parse = dt.date.fromisoformat
+    as_ofs = [parse(values[2]) for values in page]
+    closes.load((values[3] for values in page), min(as_ofs))
+    series = closes.series
+    no_series: tuple[list[dt.date], list[Decimal]] = ([], [])
+    debate = subject == DEBATE
+    default_horizon = DEFAULT_HORIZON_SESSIONS
+    bisect_right = bisect.bisect_right
+    confidences, outcomes, dates_out = into.confidences, into.outcomes, into.as_ofs
+    for (stated, side, _, instrument_id, horizon), as_of in zip(page, as_ofs, strict=True):
+        dates, values = series.get(instrument_id, no_series)
+        after = bisect_right(dates, as_of)  # the close on, or last before, as_of is at after - 1
+        finish = after + (int(horizon) if horizon else default_horizon) - 1  # the horizon-th session after
+        if after < 1 or finish >= len(dates):
+            continue  # unresolved
+        change = values[finish] - values[after - 1]
+        confidence = float(stated)
+        if not change or not 0.0 <= confidence <= 1.0:  # flat, or a stored value out of range
             continue
-        yield Call(confidence=confidence, right=row.side == move, as_of=row.as_of)
+        move = 1 if change > 0 else -1
+        direction = (1 if side == "LONG" else -1) if debate else (side > 0) - (side < 0)
+        confidences.append(confidence)
+        outcomes.append(int(direction == move))
+        dates_out.append(as_of)
+
+
+def _resolved(
+    subject: str, account: Account | None, end: dt.date, limit: int, closes: _Closes, count_all: bool
+) -> tuple[_Resolved, int]:
+    rows = _rows(subject, account, end)
+    resolved = _Resolved()
+    read = 0
+    for page in _pages(rows):
+        read += len(page)
+        _resolve(subject, page, closes, resolved)
+        if len(resolved) >= limit:
+            older = rows.count() - read if count_all else 0  # the summary needs no total: no count query
+            return resolved.truncated(limit), len(resolved) + older
+    return resolved, len(resolved)
+
+
+def _newest_resolved(subject: str, pages: Iterator[list[Any]], limit: int, closes: _Closes) -> _Resolved:
+    """The newest ``limit`` resolved calls of ``subject`` from its pages (the summary's reading:
+    no total)."""
+    resolved = _Resolved()
+    for page in pages:
+        _resolve(subject, page, closes, resolved)
+        if len(resolved) >= limit:
+            return resolved.truncated(limit)
+    return resolved
 
 
 def resolved_calls(
@@ -258,17 +369,9 @@ def resolved_calls(
     number of calls resolved overall. Rows older than the ones read are counted as resolved
     without reading their bars (their horizon passed long ago), so the count stays cheap.
     ``closes`` shares the bars already read between subjects (the same ``end``)."""
-    rows = _rows(subject, account, end)
     closes = closes if closes is not None and closes.end == end else _Closes(end)
-    calls: list[Call] = []
-    read = 0
-    for page in _pages(rows):
-        read += len(page)
-        calls.extend(_resolve([_as_row(subject, values) for values in page], closes))
-        if len(calls) >= limit:
-            older = rows.count() - read if count_all else 0  # the summary needs no total: no count query
-            return calls[:limit], len(calls) + older
-    return calls, len(calls)
+    resolved, total = _resolved(subject, account, end, limit, closes, count_all)
+    return resolved.calls(), total
 
 
 # ---------------------------------------------------------------------------------------------
@@ -280,11 +383,9 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
 
 
-def _subject_block(calls: Sequence[Call]) -> dict[str, Any]:
-    if not calls:
+def _subject_block(confidences: list[float], outcomes: list[int]) -> dict[str, Any]:
+    if not outcomes:
         return {"ece": None, "samples": 0, "bins": []}
-    confidences = [call.confidence for call in calls]
-    outcomes = [int(call.right) for call in calls]
     rows = reliability_bins(confidences, outcomes, N_BINS)
     bins = [
         {
@@ -300,7 +401,7 @@ def _subject_block(calls: Sequence[Call]) -> dict[str, Any]:
     ]
     return {
         "ece": _round(ece_of_bins(rows)),
-        "samples": len(calls),
+        "samples": len(outcomes),
         "bins": bins,
     }
 
@@ -308,8 +409,23 @@ def _subject_block(calls: Sequence[Call]) -> dict[str, Any]:
 def summarise(calls_by_subject: Mapping[str, Sequence[Call]], *, threshold: float, min_samples: int) -> dict[str, Any]:
     """The summary of already resolved calls (pure): per subject, the analysts pooled, the debate,
     and the alarm (an ECE above ``threshold`` on at least ``min_samples`` calls)."""
-    by_subject = {subject: _subject_block(calls) for subject, calls in calls_by_subject.items()}
-    pooled = _subject_block([call for role in ANALYST_ROLES for call in calls_by_subject.get(role, ())])
+    return _summary(
+        {
+            subject: _Resolved([call.confidence for call in calls], [int(call.right) for call in calls])
+            for subject, calls in calls_by_subject.items()
+        },
+        threshold=threshold,
+        min_samples=min_samples,
+    )
+
+
+def _summary(resolved: Mapping[str, _Resolved], *, threshold: float, min_samples: int) -> dict[str, Any]:
+    by_subject = {subject: _subject_block(calls.confidences, calls.outcomes) for subject, calls in resolved.items()}
+    roles = [resolved[role] for role in ANALYST_ROLES if role in resolved]
+    pooled = _subject_block(
+        [confidence for calls in roles for confidence in calls.confidences],
+        [outcome for calls in roles for outcome in calls.outcomes],
+    )
     debate = by_subject.get(DEBATE, {"ece": None, "samples": 0})
     blocks = [pooled, *by_subject.values()]
     alarm = any(
@@ -368,13 +484,16 @@ def calibration_summary(*, account: Account | None = None, end: dt.date | None =
 
 def _computed_summary(account: Account | None, last_day: dt.date, config: CalibrationSettings) -> dict[str, Any]:
     closes = _Closes(last_day)  # every subject reads the same instruments' closes: read them once
-    calls = {
-        subject: resolved_calls(
-            subject, account=account, end=last_day, limit=config.buffer_size, closes=closes, count_all=False
-        )[0]
-        for subject in SUBJECTS
-    }
-    return summarise(calls, threshold=config.threshold, min_samples=config.min_samples)
+    limit = config.buffer_size
+    runs = _runs_of(account, "run__")
+    roles = _RoleSplit(runs, last_day)
+    try:
+        # In SUBJECTS' order, as the bars are read: the roles, then the debate.
+        resolved = {role: _newest_resolved(role, roles.pages(role), limit, closes) for role in ANALYST_ROLES}
+    finally:
+        roles.close()
+    resolved[DEBATE] = _newest_resolved(DEBATE, _pages(_debate_rows(runs, last_day)), limit, closes)
+    return _summary(resolved, threshold=config.threshold, min_samples=config.min_samples)
 
 
 # ---------------------------------------------------------------------------------------------

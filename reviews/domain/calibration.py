@@ -102,7 +102,7 @@ def _samples(confidences: Sequence[Confidence], outcomes: Sequence[int]) -> tupl
         raise ValueError("no confidences: calibration needs at least one resolved call")
     # The common case, plain floats in [0, 1] and 0/1 ints, is checked in bulk; anything else is
     # checked value by value, so a bad one is named.
-    if all(type(value) is float for value in confidences) and all(type(value) is int for value in outcomes):
+    if {*map(type, confidences)} == {float} and {*map(type, outcomes)} == {int}:  # type() in C, not a generator
         stated = np.asarray(confidences, dtype=float)
         if bool(np.all((stated >= 0.0) & (stated <= 1.0))) and set(outcomes) <= {0, 1}:  # NaN fails the range
             return list(confidences), list(outcomes)  # type: ignore[arg-type]  # all floats, just checked
@@ -152,20 +152,25 @@ def bin_index(confidence: float, n_bins: int) -> int:
     return int(np.searchsorted(edges[1:-1], confidence))
 
 
-def _bin_rows(members: list[list[tuple[float, int]]], edges: list[float]) -> tuple[ReliabilityBin, ...]:
+def _bin_rows(
+    grouped: list[float], bounds: list[int], positives: list[int], edges: list[float]
+) -> tuple[ReliabilityBin, ...]:
+    """The bins from the confidences grouped by bin (bin ``i`` is ``grouped[bounds[i]:bounds[i + 1]]``)
+    and each bin's count of calls that came true."""
     rows = []
-    for index, pairs in enumerate(members):
-        count = len(pairs)
-        positives = sum(outcome for _, outcome in pairs)
+    for index, hits in enumerate(positives):
+        first, last = bounds[index], bounds[index + 1]
+        count = last - first
         rows.append(
             ReliabilityBin(
                 index=index,
                 low=edges[index],
                 high=edges[index + 1],
                 count=count,
-                positives=positives,
-                mean_confidence=math.fsum(c for c, _ in pairs) / count if count else None,
-                observed_rate=positives / count if count else None,
+                positives=hits,
+                # fsum is exactly rounded, so a bin's mean does not depend on the order of its members.
+                mean_confidence=math.fsum(grouped[first:last]) / count if count else None,
+                observed_rate=hits / count if count else None,
             )
         )
     return tuple(rows)
@@ -183,14 +188,14 @@ def reliability_bins(
     bins = _bin_count(n_bins)
     checked, results = _samples(confidences, outcomes)
     edges = np.linspace(0.0, 1.0, bins + 1)
-    indices = np.searchsorted(edges[1:-1], np.asarray(checked, dtype=float))
-    # Group by bin in one stable sort (each bin keeps the input order, as appending would).
-    order = np.argsort(indices, kind="stable").tolist()
+    stated = np.asarray(checked, dtype=float)
+    indices = np.searchsorted(edges[1:-1], stated)
+    # Group by bin in one sort, in bulk: the counts, hits and sums need no per-call Python objects.
+    order = np.argsort(indices, kind="stable")
     bounds = np.searchsorted(indices[order], np.arange(bins + 1)).tolist()
-    members: list[list[tuple[float, int]]] = [
-        [(checked[i], results[i]) for i in order[bounds[index] : bounds[index + 1]]] for index in range(bins)
-    ]
-    return _bin_rows(members, [float(edge) for edge in edges])
+    came_true = np.asarray(results, dtype=np.int64) == 1
+    positives = np.bincount(indices[came_true], minlength=bins).tolist()
+    return _bin_rows(stated[order].tolist(), bounds, positives, [float(edge) for edge in edges])
 
 
 def expected_calibration_error(confidences: Sequence[Confidence], outcomes: Sequence[int], n_bins: int = 10) -> float:

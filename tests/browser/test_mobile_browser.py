@@ -64,7 +64,9 @@ def _log_in(page, live_server, username: str) -> None:
     page.goto(f"{live_server.url}/login/")
     page.fill("#id_username", username)
     page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
+    # The login page has the top bar too: wait for the page the form leads to, not for #topbar.
+    with page.expect_navigation(wait_until="load"):
+        page.click("button[type=submit]")
     page.wait_for_selector("#topbar")
 
 

@@ -3,6 +3,7 @@ row must still read exactly as the template wrote it from the model instances be
 
 from __future__ import annotations
 
+import datetime as dt
 from decimal import Decimal
 
 from django.template import engines
@@ -10,7 +11,7 @@ from django.urls import reverse
 
 from tests.factories import InstrumentFactory, ThesisFactory
 from trading.book.views import gated_strategies
-from trading.models import PipelineRun, Thesis
+from trading.models import PipelineRun, Strategy, StrategyDirective, StrategyRun, Thesis
 
 # The row as templates/trading/theses.html wrote it from a Thesis instance, before the rows were
 # formatted in Python: the reference the page must still match, character for character.
@@ -52,3 +53,32 @@ def test_each_queue_row_reads_as_the_template_wrote_it_from_the_model(client, vi
     ):
         assert _row_from_the_model(thesis) in page, thesis.pk
     assert page.count('<span class="tag">replay</span>') == 1
+
+
+def test_a_remembered_row_is_redrawn_when_a_directive_gates_its_strategy(client, viewer):
+    """A row's drawn HTML is remembered by every value it shows: the same thesis drawn once open and
+    then held by a critique's directive is two rows, each as the template writes it from the model."""
+    strategy = Strategy.objects.create(name="Gated momentum", philosophy="p")
+    thesis = ThesisFactory()
+    strategy_run = StrategyRun.objects.create(strategy=strategy, as_of=dt.date(2026, 11, 20))
+    PipelineRun.objects.filter(pk=thesis.run_id).update(strategy_run=strategy_run)
+    client.force_login(viewer)
+    stored = Thesis.objects.select_related("instrument", "run__strategy_run__strategy").get(pk=thesis.pk)
+
+    open_row = _row_from_the_model(stored)
+    before = client.get(reverse("thesis_queue")).content.decode()
+    StrategyDirective.objects.create(
+        strategy=strategy,
+        source_ref=1,
+        sequence=3,
+        severity=StrategyDirective.Severity.DIRECTIVE,
+        text="stop",
+        blocking=[{"id": "a1", "kind": "text", "text": "attest the sizing fix"}],
+        opened_on=dt.date(2026, 11, 20),
+    )
+    held_row = _row_from_the_model(stored)
+    after = client.get(reverse("thesis_queue")).content.decode()
+
+    assert "gated</a>" in held_row and "gated</a>" not in open_row
+    assert open_row in before and held_row not in before
+    assert held_row in after and open_row not in after

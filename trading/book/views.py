@@ -18,6 +18,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.defaultfilters import date as date_filter
 from django.template.defaultfilters import floatformat
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import json_script
@@ -33,7 +34,7 @@ from trading.book.broker import position_close_by_hand
 from trading.book.orders import order_cancel as cancel_order
 from trading.market import charts
 from trading.market import selectors as market_selectors
-from trading.models import Account, Order, Position, Strategy, StrategyDirective, Thesis
+from trading.models import Account, Order, PipelineRun, Position, Strategy, StrategyDirective, Thesis
 from trading.pipeline import presenters
 from trading.refusals import refused
 from trading.templatetags.desk import money
@@ -142,6 +143,15 @@ def queue_row(row: dict[str, Any], *, gated: dict[bool, set[int]]) -> QueueRow:
     )
 
 
+@lru_cache(maxsize=4096)
+def queue_row_html(row: QueueRow) -> str:
+    """A row of the queue's table as ``trading/theses_row.html`` draws it, remembered by the row's
+    every value (whether it is gated included): the same fifty rows come back on every view, and
+    the template loop over them was most of the page's CPU. Nothing of the person is in a row."""
+    # The file's own final newline (an editor may add one) is not the row's: the page adds its own.
+    return render_to_string("trading/theses_row.html", {"t": row}).removesuffix("\n")
+
+
 def thesis_queue(request: HttpRequest) -> HttpResponse:
     """A bad filter is answered 400 with the reason and no list: a filter silently left off would
     show theses the person asked to leave out."""
@@ -157,12 +167,14 @@ def thesis_queue(request: HttpRequest) -> HttpResponse:
     query.pop("page", None)  # the pager adds its own: a second "page" would win over it
     gated = gated_strategies()
     on_page = cast("QuerySet[Thesis]", page.object_list)  # a slice of ``theses``, still a queryset
+    rows = [queue_row(row, gated=gated) for row in selectors.thesis_queue_rows(on_page)]
     return render(
         request,
         "trading/theses.html",
         {
             "page": page,
-            "rows": [queue_row(row, gated=gated) for row in selectors.thesis_queue_rows(on_page)],
+            "rows": rows,
+            "rows_html": mark_safe("".join(queue_row_html(row) for row in rows)),  # autoescaped rows
             "query": query.urlencode(),
             "filters": {key: request.GET.get(key, "") for key in selectors.QUEUE_FILTERS},
             "statuses": list(selectors.QUEUE_STATUSES),
@@ -208,12 +220,63 @@ def thesis_chart_script(thesis: Thesis, *, marks: list[charts.TradeMark], chart_
     return mark_safe(script)  # json_script's own output, escaped for a <script> element
 
 
+RUN_BODY_CACHE_SECONDS = 3600
+RUN_BODY_VERSION = 1  # bump when _run_body.html or run_context shows a run differently: old entries go unread
+
+
+@dataclass(frozen=True)
+class RunBody:
+    """The thesis page's run record (``_run_body.html``) rendered, with the few figures the rest of
+    the page reads from the same outputs: the model calls' totals, the analysts' notes (for the
+    hints) and the debate (for the top box)."""
+
+    html: SafeString
+    totals: dict[str, Any]
+    notes: list[presenters.NoteCard]
+    debate: presenters.DebateOutput | None
+
+
+def run_body_key(run: PipelineRun, totals: dict[str, Any]) -> str:
+    """Everything of the run the fragment shows or depends on. Once a run has finished its stages
+    never change; a resumed run changes status, attempts and finish time, and a trade review adds
+    model calls to the run after it finished (its ``totals``), so either is a new key. The fragment
+    holds nothing of the person (no form, no token, no link that depends on a role), so one entry
+    serves everyone."""
+    finished = run.finished_at.isoformat() if run.finished_at else ""
+    reason = hashlib.sha256(run.failure_reason.encode()).hexdigest()[:16]
+    calls = ":".join(f"{name}={totals[name]}" for name in sorted(totals))
+    return (
+        f"run-body:{RUN_BODY_VERSION}:{run.pk}:{run.status}:{finished}:{run.attempts}:"
+        f"{run.instrument.currency}:{reason}:{calls}"
+    )
+
+
+def thesis_run_body(run: PipelineRun) -> RunBody:
+    """The run record as ``trading/_run_body.html`` draws it, from the cache once the run has
+    finished (reading and validating every stage's output and rendering it was a sixth of the
+    page's CPU). A run still working is drawn afresh on every view."""
+    totals = run_totals(run)  # one query: the calls a trade review adds later change the key
+    key = run_body_key(run, totals) if run.is_finished else None
+    body = cache.get(key) if key is not None else None
+    if body is None:
+        context = presenters.run_context(run, totals)
+        body = RunBody(
+            html=mark_safe(render_to_string("trading/_run_body.html", {"run": run, **context})),  # autoescaped
+            totals=context["totals"],
+            notes=context["notes"],
+            debate=context["debate"],
+        )
+        if key is not None:
+            cache.set(key, body, RUN_BODY_CACHE_SECONDS)
+    return body
+
+
 def thesis_detail(request: HttpRequest, thesis_id: int) -> HttpResponse:
     thesis = get_object_or_404(
         Thesis.objects.select_related("instrument", "run__instrument", "decided_by"), pk=thesis_id
     )
     run = thesis.run
-    context = presenters.run_context(run, run_totals(run))
+    body = thesis_run_body(run)
     order = Order.objects.filter(thesis=thesis).select_related("position").first()
     position = getattr(order, "position", None) if order is not None else None
     marks = charts.trade_marks(
@@ -239,12 +302,13 @@ def thesis_detail(request: HttpRequest, thesis_id: int) -> HttpResponse:
             "thesis": thesis,
             "run": run,
             "chart_script": chart_script,
-            "hints": presenters.interpretation_hints(context, thesis),
+            "hints": presenters.interpretation_hints({"notes": body.notes}, thesis),
             "staleness": thesis_staleness(thesis) if thesis.status == Thesis.Status.PENDING else None,
             "can_decide": can_decide,
             "order": order,
-            "box": presenters.thesis_box(thesis, context.get("debate"), order=order, position=position),
-            **context,
+            "box": presenters.thesis_box(thesis, body.debate, order=order, position=position),
+            "totals": body.totals,
+            "run_body": body.html,
         },
     )
 
