@@ -1,7 +1,6 @@
 from django.urls import include, path
 
 from trading.book import views as book
-from trading.health import views as health
 from trading.home import views as home
 from trading.market import views as market
 from trading.pipeline import views as pipeline
@@ -10,7 +9,7 @@ from trading.strategies import views as strategies
 urlpatterns = [
     path("", home.home, name="dashboard"),
     path("instruments/", market.dashboard, name="instrument_list"),
-    path("health/", health.health, name="health"),
+    path("health/", home.health, name="health"),
     path("instruments/<str:symbol>/", market.instrument_detail, name="instrument_detail"),
     path("runs/", pipeline.run_list, name="run_list"),
     path("runs/start/", pipeline.run_start, name="run_start"),

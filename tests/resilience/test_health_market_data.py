@@ -13,9 +13,9 @@ from rest_framework.test import APIClient
 
 from trading.health.probes import health_report
 from trading.health.verdicts import MARKET_DATA, Status, market_data_check
-from trading.home.domain import Staleness
-from trading.home.selectors import stale_exchanges
 from trading.market.calendar import last_completed_session, previous_session
+from trading.market.domain.freshness import Staleness
+from trading.market.selectors import stale_exchanges
 from trading.models import DailyBar, Heartbeat
 
 PRICE = Decimal("100")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import datetime as dt
 from decimal import Decimal
 
-from trading.home.domain import PositionPnl, book_day_change, staleness
+from trading.home.domain import PositionPnl, book_day_change
+from trading.market.domain.freshness import staleness
 
 MON, TUE, WED, THU = (dt.date(2026, 11, d) for d in (16, 17, 18, 19))
 

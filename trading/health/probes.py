@@ -105,8 +105,9 @@ StaleFinder = Callable[[dt.datetime], Sequence[StaleExchange]]
 
 
 def health_report(*, now: dt.datetime | None = None, market_data: StaleFinder | None = None) -> Report:
-    """Every part's check. ``market_data`` (the home page's ``stale_exchanges``, handed in by the
-    health page: the market pages below home show this report too) adds the bars' freshness; the
+    """Every part's check. ``market_data`` (``trading.market.selectors.stale_exchanges``, handed in
+    by the health page: the market pages show this report too, so it cannot import them) adds the
+    bars' freshness; the
     load balancer's probe and the page strips leave it out: it reads the latest bar of every
     exchange, more than a probe polled every few seconds should."""
     now = now or timezone.now()

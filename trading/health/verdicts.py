@@ -132,8 +132,8 @@ def workers_check(workers: Sequence[WorkerSeen]) -> Check:
 
 
 class StaleExchange(Protocol):
-    """What the freshness check reads of the home page's verdict (``trading.home.domain.Staleness``;
-    not imported: the market pages, below home, show this module's checks)."""
+    """What the freshness check reads of a verdict (``trading.market.domain.freshness.Staleness``;
+    not imported: the market pages show this module's checks)."""
 
     @property
     def text(self) -> str: ...

@@ -1,9 +1,8 @@
-"""The health page (login required, like every page) and its JSON twin for load balancers."""
+"""The health API for load balancers. The page (login required) is ``trading.home.views.health``:
+it also checks the market data's freshness, which reads above this module."""
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.permissions import AllowAny
@@ -12,12 +11,6 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from trading.health.probes import health_report
-from trading.home.selectors import stale_exchanges
-
-
-def health(request: HttpRequest) -> HttpResponse:
-    report = health_report(market_data=stale_exchanges)
-    return render(request, "trading/health.html", {"health": report}, status=report.http_status)
 
 
 class CheckOutput(serializers.Serializer):

@@ -14,18 +14,17 @@ from typing import TYPE_CHECKING
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
-from django.db.models import Count, Exists, IntegerField, Max, OuterRef, Q, QuerySet, Subquery, Sum
+from django.db.models import Count, Exists, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from trading.book.accounts import default_account
-from trading.home.domain import DayChange, PositionPnl, Staleness, book_day_change, staleness
-from trading.market.calendar import last_completed_session, sessions_between
+from trading.home.domain import DayChange, PositionPnl, book_day_change
+from trading.market.domain.freshness import Staleness
+from trading.market.selectors import stale_exchanges
 from trading.models import (
     Account,
     BookPass,
-    DailyBar,
-    Instrument,
     Notification,
     Order,
     PipelineRun,
@@ -155,28 +154,6 @@ def _day_change(account: Account) -> DayChange | None:
         for row in rows
     ]
     return book_day_change(positions, days)
-
-
-def stale_exchanges(now: dt.datetime | None = None) -> list[Staleness]:
-    """Each exchange of the active instruments whose latest bar is older than its last completed
-    session, with how many sessions it is behind."""
-    now = now or timezone.now()
-    latest = dict(
-        DailyBar.objects.filter(instrument__is_active=True)
-        .values_list("instrument__exchange")
-        .annotate(last=Max("date"))
-        .order_by()
-    )
-    exchanges = set(Instrument.objects.filter(is_active=True).values_list("exchange", flat=True).distinct())
-    verdicts = []
-    for exchange in sorted(exchanges):
-        last_session = last_completed_session(exchange, now)
-        latest_bar = latest.get(exchange)
-        behind = sessions_between(exchange, latest_bar, last_session) if latest_bar else 0
-        verdict = staleness(exchange, latest_bar=latest_bar, last_session=last_session, sessions_behind=behind)
-        if verdict is not None:
-            verdicts.append(verdict)
-    return verdicts
 
 
 def held_strategies() -> list[HeldStrategy]:

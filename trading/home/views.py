@@ -18,6 +18,7 @@ from django.views.decorators.http import require_GET, require_POST
 from trading.health.probes import health_report
 from trading.home import notifications, selectors
 from trading.home.selectors import HomeState
+from trading.market.selectors import stale_exchanges
 from trading.models import Notification
 from trading.refusals import refused
 from vocabulary.money import format_money
@@ -85,6 +86,14 @@ def _figures(state: HomeState, request: HttpRequest) -> dict[str, object]:
             "unread": Notification.objects.filter(user=_person(request), read_at__isnull=True).count(),
         },
     }
+
+
+@require_GET
+def health(request: HttpRequest) -> HttpResponse:
+    """Every moving part's check, and the market data's freshness on the exchange calendar (the page
+    only: the anonymous probe leaves it out)."""
+    report = health_report(market_data=stale_exchanges)
+    return render(request, "trading/health.html", {"health": report}, status=report.http_status)
 
 
 @require_GET

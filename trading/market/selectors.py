@@ -14,8 +14,11 @@ from django.conf import settings
 from django.db.models import Count, Max, Min, OuterRef, Q, QuerySet, Subquery
 from django.http import Http404
 from django.shortcuts import get_object_or_404
+from django.utils import timezone
 
+from trading.market.calendar import last_completed_session, sessions_between
 from trading.market.domain.adjust import ShareChange, adjust_frame, cumulative_factors
+from trading.market.domain.freshness import Staleness, staleness
 from trading.models.market import (
     CorporateAction,
     DailyBar,
@@ -226,3 +229,25 @@ def instrument_rows() -> list[InstrumentRow]:
 def bar_dates(instrument: Instrument) -> tuple[dt.date | None, dt.date | None]:
     bounds = DailyBar.objects.filter(instrument=instrument).aggregate(first=Min("date"), last=Max("date"))
     return bounds["first"], bounds["last"]
+
+
+def stale_exchanges(now: dt.datetime | None = None) -> list[Staleness]:
+    """Each exchange of the active instruments whose latest bar is older than its last completed
+    session, with how many sessions it is behind."""
+    now = now or timezone.now()
+    latest = dict(
+        DailyBar.objects.filter(instrument__is_active=True)
+        .values_list("instrument__exchange")
+        .annotate(last=Max("date"))
+        .order_by()
+    )
+    exchanges = set(Instrument.objects.filter(is_active=True).values_list("exchange", flat=True).distinct())
+    verdicts = []
+    for exchange in sorted(exchanges):
+        last_session = last_completed_session(exchange, now)
+        latest_bar = latest.get(exchange)
+        behind = sessions_between(exchange, latest_bar, last_session) if latest_bar else 0
+        verdict = staleness(exchange, latest_bar=latest_bar, last_session=last_session, sessions_behind=behind)
+        if verdict is not None:
+            verdicts.append(verdict)
+    return verdicts
