@@ -241,6 +241,12 @@ def _run_pool(workers: int, mode: ReplayRuns | None) -> Iterator[ProcessPoolExec
         yield None
         return
     connections.close_all()
+    # A connection pool (PostgreSQL) keeps open sockets and its own threads: a forked child would
+    # share the sockets with this process and wait on threads it does not have. Closed here, each
+    # side opens a pool of its own at its next query.
+    for pooled in connections.all(initialized_only=True):
+        if getattr(pooled, "pool", None) is not None:
+            pooled.close_pool()
     worker_mode = ReplayRuns(source=mode.source, quiet=mode.quiet, exclusive=False, account=mode.account)
     pool = ProcessPoolExecutor(
         max_workers=workers,
