@@ -245,8 +245,9 @@ def _run_pool(workers: int, mode: ReplayRuns | None) -> Iterator[ProcessPoolExec
     # share the sockets with this process and wait on threads it does not have. Closed here, each
     # side opens a pool of its own at its next query.
     for pooled in connections.all(initialized_only=True):
-        if getattr(pooled, "pool", None) is not None:
-            pooled.close_pool()
+        close_pool = getattr(pooled, "close_pool", None)  # PostgreSQL's backend only
+        if close_pool is not None and getattr(pooled, "pool", None) is not None:
+            close_pool()
     worker_mode = ReplayRuns(source=mode.source, quiet=mode.quiet, exclusive=False, account=mode.account)
     pool = ProcessPoolExecutor(
         max_workers=workers,
