@@ -206,6 +206,20 @@ def test_the_banner_counts_sessions_on_the_exchange_calendar_not_weekdays(client
     ]
 
 
+def test_the_health_strip_says_degraded_when_the_bars_are_stale_as_the_health_page_does(client, viewer, monkeypatch):
+    instrument = InstrumentFactory(exchange="NSE")
+    _bar(instrument, dt.date(2026, 11, 19))
+    monkeypatch.setattr(selectors.timezone, "now", lambda: dt.datetime(2026, 11, 26, 17, 0, tzinfo=IST))
+
+    body = _home(client, viewer)
+    strip = body[body.index('id="health-strip"') :]
+    strip = strip[: strip.index("</p>")]
+
+    assert "Desk degraded" in strip and "Desk ok" not in strip
+    assert 'data-check="market_data"' in strip and "market data degraded" in strip
+    assert "market data" in client.get(reverse("health")).content.decode()
+
+
 def test_no_banner_when_the_latest_bar_is_the_last_completed_session(viewer, client, monkeypatch):
     instrument = InstrumentFactory(exchange="NSE")
     _bar(instrument, dt.date(2026, 11, 25))

@@ -105,11 +105,11 @@ StaleFinder = Callable[[dt.datetime], Sequence[StaleExchange]]
 
 
 def health_report(*, now: dt.datetime | None = None, market_data: StaleFinder | None = None) -> Report:
-    """Every part's check. ``market_data`` (``trading.market.selectors.stale_exchanges``, handed in
-    by the health page: the market pages show this report too, so it cannot import them) adds the
-    bars' freshness; the
-    load balancer's probe and the page strips leave it out: it reads the latest bar of every
-    exchange, more than a probe polled every few seconds should."""
+    """Every part's check. ``market_data`` (``trading.market.selectors.stale_exchanges``, or what
+    a page already read from it, handed in by the pages: the market pages show this report too, so
+    it cannot import them) adds the bars' freshness, so the pages' strips say what the health page
+    says; the load balancer's probe leaves it out: it reads the latest bar of every exchange, more
+    than a probe polled every few seconds should."""
     now = now or timezone.now()
     database = database_check()
     checks = [database, broker_check()]

@@ -44,6 +44,11 @@ class Check:
     seen: int | None = None
 
     @property
+    def label(self) -> str:
+        """The part's name as a person reads it ("market data")."""
+        return self.name.replace("_", " ")
+
+    @property
     def age_text(self) -> str:
         return "" if self.age_s is None else describe_age(self.age_s)
 

@@ -14,7 +14,7 @@ from trading.models import Instrument
 
 
 def dashboard(request: HttpRequest) -> HttpResponse:
-    context = {"rows": selectors.instrument_rows(), "health": health_report()}
+    context = {"rows": selectors.instrument_rows(), "health": health_report(market_data=selectors.stale_exchanges)}
     return render(request, "trading/dashboard.html", context)
 
 
