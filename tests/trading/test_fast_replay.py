@@ -5,7 +5,6 @@ each day (data changed after a day leave everything up to that day as it was).""
 from __future__ import annotations
 
 import datetime as dt
-import os
 import re
 from decimal import Decimal
 
@@ -30,13 +29,6 @@ from trading.strategies.replay import ApprovalPolicy, replay_sessions, replay_st
 SYMBOLS = 3
 SESSIONS = 30
 WORKER_SESSIONS = 12
-
-# Forked replay workers hang inside a pytest-xdist worker on PostgreSQL (the fork copies a process
-# that runs execnet's and the connection pool's threads); run them with -n 0 there. Open in issue 15.
-FORKS_HANG_HERE = pytest.mark.skipif(
-    bool(os.environ.get("PYTEST_XDIST_WORKER")) and os.environ.get("DATABASE_URL", "").startswith("postgres"),
-    reason="forked replay workers inside an xdist worker on PostgreSQL: run with -n 0",
-)
 
 
 @pytest.fixture
@@ -153,7 +145,6 @@ def committed_demo_strategy(transactional_db, settings) -> Strategy:
     return _demo_strategy(settings)
 
 
-@FORKS_HANG_HERE
 def test_worker_processes_leave_every_row_of_the_sequential_fast_path(committed_demo_strategy):
     strategy = committed_demo_strategy
     days = window(strategy)[-WORKER_SESSIONS:]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from decimal import Decimal
 
 import pytest
@@ -13,13 +12,6 @@ from trading.book.accounts import default_account
 from trading.models import Account, DailyBar, Instrument, Position, Strategy, StrategyRun, Thesis
 from trading.pipeline.presenters import run_outputs
 from trading.strategies.replay import ApprovalPolicy, replay_strategy
-
-# Forked replay workers hang inside a pytest-xdist worker on PostgreSQL (the fork copies a process
-# that runs execnet's and the connection pool's threads); run them with -n 0 there. Open in issue 15.
-FORKS_HANG_HERE = pytest.mark.skipif(
-    bool(os.environ.get("PYTEST_XDIST_WORKER")) and os.environ.get("DATABASE_URL", "").startswith("postgres"),
-    reason="forked replay workers inside an xdist worker on PostgreSQL: run with -n 0",
-)
 
 
 @pytest.fixture
@@ -125,7 +117,6 @@ def test_the_command_shows_progress_and_a_summary(strategy, instrument_with_bars
     assert "5/5" in captured.err  # the progress bar
 
 
-@FORKS_HANG_HERE
 @pytest.mark.django_db(transaction=True)  # worker processes read what the command committed
 def test_the_command_runs_a_days_pipeline_runs_in_worker_processes(strategy, instrument_with_bars, capsys):
     start, end = _days(instrument_with_bars, 250, 254)

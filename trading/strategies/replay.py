@@ -11,6 +11,7 @@ import contextlib
 import datetime as dt
 import logging
 import multiprocessing
+import pickle
 import re
 from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -20,7 +21,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from django.contrib.auth import get_user_model
-from django.db import connection, connections, transaction
+from django.db import connection, transaction
 
 from agents.domain.memory import replay_scope
 from agents.models import MemoryEntry
@@ -43,6 +44,7 @@ from trading.models import (
 )
 from trading.pipeline.orchestrator import ReplayRuns, pipeline_run_create, pipeline_run_execute, replay_runs
 from trading.pipeline.replay_cache import ReplayCache
+from trading.strategies import replay_boot
 from trading.strategies.runs import strategy_run_decide, strategy_run_open, strategy_run_proceed
 from trading.strategies.signals import replay_cleared
 
@@ -232,41 +234,33 @@ _worker_mode: ReplayRuns | None = None
 
 @contextlib.contextmanager
 def _run_pool(workers: int, mode: ReplayRuns | None) -> Iterator[ProcessPoolExecutor | None]:
-    """``workers`` forked processes that execute pipeline runs, or None for one process.
+    """``workers`` spawned processes that execute pipeline runs, or None for one process.
 
-    They are forked once, after the cache is read (each inherits it, nothing is copied per run),
-    and after this process closed its database connections: a child must open its own, never
-    use (or close) one it inherited. This process reopens its own at its next query."""
+    Spawned, not forked (``replay_boot``): a forked child inherited the parent's threads, locks and
+    sockets, and one stuck reading a Redis socket its parent's clients had open. Each starts with
+    this process's settings and the cache, sent once, and opens its own database connections."""
     if workers <= 1 or mode is None:
         yield None
         return
-    connections.close_all()
-    # A connection pool (PostgreSQL) keeps open sockets and its own threads: a forked child would
-    # share the sockets with this process and wait on threads it does not have. Closed here, each
-    # side opens a pool of its own at its next query.
-    for pooled in connections.all(initialized_only=True):
-        close_pool = getattr(pooled, "close_pool", None)  # PostgreSQL's backend only
-        if close_pool is not None and getattr(pooled, "pool", None) is not None:
-            close_pool()
     worker_mode = ReplayRuns(source=mode.source, quiet=mode.quiet, exclusive=False, account=mode.account)
     pool = ProcessPoolExecutor(
         max_workers=workers,
-        mp_context=multiprocessing.get_context("fork"),
-        initializer=_worker_start,
-        initargs=(worker_mode,),
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=replay_boot.start,
+        initargs=(replay_boot.settings_snapshot(), pickle.dumps(worker_mode)),
     )
     try:
-        pool.submit(int).result()  # forks them all now, while nothing else is open
+        for started in [pool.submit(int) for _ in range(workers)]:
+            started.result()  # all of them up (and any start-up error raised) before the first day
         yield pool
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _worker_start(mode: ReplayRuns) -> None:
+def worker_start(mode: ReplayRuns) -> None:
+    """A replay worker's state, set by ``replay_boot.start`` once Django is set up."""
     global _worker_mode
     _worker_mode = mode
-    for inherited in connections.all(initialized_only=True):
-        inherited.connection = None  # the parent's, if any were left: forgotten, never closed from here
 
 
 def _runs_in_workers(

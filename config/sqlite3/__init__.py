@@ -1,0 +1,1 @@
+"""SQLite with each process's connections kept open between requests (``base.DatabaseWrapper``)."""
