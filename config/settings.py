@@ -113,8 +113,6 @@ SQLITE_OPTIONS = {
     "transaction_mode": "IMMEDIATE",
     "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
 }
-# Django's SQLite backend with each process's connections kept between requests (config/sqlite3).
-SQLITE_ENGINE = "config.sqlite3"
 DATABASE_URL = env_str("DATABASE_URL")
 if DATABASE_URL:
     # Persistent connections leak under ASGI: each request runs in a thread of its own whose
@@ -125,7 +123,6 @@ if DATABASE_URL:
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
     if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         # The same file semantics as the default database (a test's worker is pointed at it this way).
-        DATABASES["default"]["ENGINE"] = SQLITE_ENGINE
         DATABASES["default"]["OPTIONS"] = {**SQLITE_OPTIONS, **DATABASES["default"].get("OPTIONS", {})}
     DB_POOL_MAX_SIZE = env_int("DB_POOL_MAX_SIZE", 10, minimum=0)
     if DB_POOL_MAX_SIZE and DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
@@ -140,7 +137,7 @@ if DATABASE_URL:
 else:
     DATABASES = {
         "default": {
-            "ENGINE": SQLITE_ENGINE,
+            "ENGINE": "django.db.backends.sqlite3",
             "NAME": DATA_DIR / "desk.sqlite3",
             "OPTIONS": dict(SQLITE_OPTIONS),
             # A file, not memory, so a real worker process can open the test database too.

@@ -1,1 +1,0 @@
-"""SQLite with each process's connections kept open between requests (``base.DatabaseWrapper``)."""
