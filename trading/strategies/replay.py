@@ -237,7 +237,7 @@ def _run_pool(workers: int, mode: ReplayRuns | None) -> Iterator[ProcessPoolExec
     """``workers`` spawned processes that execute pipeline runs, or None for one process.
 
     Spawned, not forked (``replay_boot``): a forked child inherited the parent's threads, locks and
-    sockets, and one stuck reading a Redis socket its parent's clients had open. Each starts with
+    sockets, and one stuck for good reading a Redis socket its parent had open. Each starts with
     this process's settings and the cache, sent once, and opens its own database connections."""
     if workers <= 1 or mode is None:
         yield None

@@ -2,7 +2,7 @@
 
 Replay workers are spawned, not forked: a fresh interpreter inherits no thread, lock, socket or
 connection of the process that started it (a fork copied them: a worker blocked for good reading
-a Redis socket its parent's Celery client had open). The pool's initializer is ``start``: the
+a Redis socket its parent had open). The pool's initializer is ``start``: the
 process unpickles it before Django is set up, so this module imports nothing that needs the app
 registry. ``start`` takes the parent's settings as they are at that moment (a test's database
 name, a bench's fill policy and model latency are not in the environment), sets Django up with
