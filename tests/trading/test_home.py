@@ -293,6 +293,34 @@ def test_the_nav_badges_cost_one_query_and_follow_the_auth_backends_rule(approve
     assert counts(approver)[0] is None and not approver.has_perm("trading.approve_thesis")
 
 
+def test_the_nav_badges_count_what_the_queue_and_the_notifications_page_count(approver):
+    """The badges' statement is written out; it counts exactly what ``pending_theses`` and the
+    unread notifications count, whatever mix of theses and notifications is stored."""
+    from django.test import RequestFactory
+
+    from trading.home.context import desk_nav
+    from trading.models import Notification, Thesis
+
+    now = timezone.now()
+    ThesisFactory()
+    ThesisFactory(expires_at=now + dt.timedelta(hours=2))
+    ThesisFactory(expires_at=now - dt.timedelta(minutes=1))  # past its window: not counted
+    ThesisFactory(expires_at=None)
+    ThesisFactory(risk_approved=False, status=Thesis.Status.REJECTED_BY_RISK)
+    ThesisFactory(status=Thesis.Status.REJECTED)
+    ThesisFactory(run=PipelineRunFactory(is_replay=True))  # a replay's: never on the live desk
+    Notification.objects.filter(user=approver).update(read_at=now)
+    Notification.objects.create(user=approver, kind="filled", title="unread", event_key="test:unread")
+    Notification.objects.create(user=approver, kind="filled", title="read", event_key="test:read", read_at=now)
+
+    request = RequestFactory().get("/")
+    request.user = approver
+    badges = desk_nav(request)["desk_nav"]
+
+    assert badges.pending == selectors.pending_theses().count() == 3
+    assert badges.unread == Notification.objects.filter(user=approver, read_at__isnull=True).count() == 1
+
+
 def test_the_login_page_has_no_badges(client):
     assert "nav-badges" not in client.get(reverse("login")).content.decode()
 

@@ -306,6 +306,7 @@ def thesis_detail(request: HttpRequest, thesis_id: int) -> HttpResponse:
             "staleness": thesis_staleness(thesis) if thesis.status == Thesis.Status.PENDING else None,
             "can_decide": can_decide,
             "order": order,
+            "position": position,  # the order's: the thesis's own, read with it
             "box": presenters.thesis_box(thesis, body.debate, order=order, position=position),
             "totals": body.totals,
             "run_body": body.html,

@@ -7,15 +7,17 @@ poll."""
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections import defaultdict
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
-from django.db.models import Count, Exists, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum
-from django.db.models.functions import Coalesce
+from django.contrib.auth.models import Group, Permission
+from django.contrib.contenttypes.models import ContentType
+from django.db import connection
+from django.db.models import OuterRef, Q, QuerySet, Subquery, Sum
 from django.utils import timezone
 
 from trading.book.accounts import default_account
@@ -235,30 +237,53 @@ class NavCounts:
 def nav_counts(user: User) -> NavCounts:
     """The navigation's badges in one query, on every page: the person's unread notifications, and
     the theses waiting for a decision if the person may decide them (the auth backend's rule: an
-    active superuser, or the permission held directly or through a group)."""
-    approve = Permission.objects.filter(content_type__app_label="trading", codename="approve_thesis")
-    unread = (
-        Notification.objects.filter(user=OuterRef("pk"), read_at__isnull=True)
-        .order_by()
-        .values("user")
-        .annotate(n=Count("pk"))
-        .values("n")
-    )
-    # Grouped by a real column (every row is pending), so the count is one row or none.
-    pending = pending_theses().order_by().values("status").annotate(n=Count("pk")).values("n")
-    row = (
-        get_user_model()
-        .objects.filter(pk=user.pk)
-        .annotate(
-            unread_count=Coalesce(Subquery(unread, output_field=IntegerField()), 0),
-            pending_count=Coalesce(Subquery(pending, output_field=IntegerField()), 0),
-            by_group=Exists(approve.filter(group__user=OuterRef("pk"))),
-            by_self=Exists(approve.filter(user=OuterRef("pk"))),
+    active superuser, or the permission held directly or through a group). The pending count is
+    ``pending_theses``'s, whose filter the statement repeats (a test holds the two together)."""
+    now = timezone.now()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _nav_counts_sql(),
+            {
+                "user": user.pk,
+                "pending": Thesis.Status.PENDING,
+                "yes": True,
+                "no": False,
+                "now": connection.ops.adapt_datetimefield_value(now),
+                "app": "trading",
+                "codename": "approve_thesis",
+            },
         )
-        .values("is_active", "is_superuser", "unread_count", "pending_count", "by_group", "by_self")
-        .first()
-    )
+        row = cursor.fetchone()
     if row is None:
         return NavCounts(pending=None, unread=0)
-    may_decide = row["is_active"] and (row["is_superuser"] or row["by_group"] or row["by_self"])
-    return NavCounts(pending=row["pending_count"] if may_decide else None, unread=row["unread_count"])
+    is_active, is_superuser, unread, pending, by_group, by_self = row
+    may_decide = bool(is_active) and (bool(is_superuser) or bool(by_group) or bool(by_self))
+    return NavCounts(pending=pending if may_decide else None, unread=unread)
+
+
+@functools.cache
+def _nav_counts_sql() -> str:
+    """The badges' statement, written out: built through the ORM it cost more to compile (about
+    2.5 ms, on every page) than to run. Table names from the models, parameters by name."""
+    user_model = get_user_model()
+    users = user_model._meta.db_table
+    user_groups = user_model.groups.through._meta.db_table
+    user_perms = user_model.user_permissions.through._meta.db_table
+    group_perms = Group.permissions.through._meta.db_table
+    approve = (
+        f"SELECT p.id FROM {Permission._meta.db_table} p "
+        f"INNER JOIN {ContentType._meta.db_table} ct ON ct.id = p.content_type_id "
+        "WHERE ct.app_label = %(app)s AND p.codename = %(codename)s"
+    )
+    return (
+        f"SELECT u.is_active, u.is_superuser, "
+        f"(SELECT COUNT(*) FROM {Notification._meta.db_table} n WHERE n.user_id = u.id AND n.read_at IS NULL), "
+        f"(SELECT COUNT(*) FROM {Thesis._meta.db_table} t "
+        f"INNER JOIN {PipelineRun._meta.db_table} r ON r.id = t.run_id "
+        "WHERE t.status = %(pending)s AND t.risk_approved = %(yes)s AND r.is_replay = %(no)s "
+        "AND (t.expires_at IS NULL OR t.expires_at > %(now)s)), "
+        f"EXISTS (SELECT 1 FROM {user_groups} ug INNER JOIN {group_perms} gp ON gp.group_id = ug.group_id "
+        f"WHERE ug.user_id = u.id AND gp.permission_id IN ({approve})), "
+        f"EXISTS (SELECT 1 FROM {user_perms} up WHERE up.user_id = u.id AND up.permission_id IN ({approve})) "
+        f"FROM {users} u WHERE u.id = %(user)s"
+    )
