@@ -4,6 +4,7 @@ readers expect. Pure (no Django), so services, commands and templates format ali
 from __future__ import annotations
 
 from decimal import ROUND_HALF_UP, Decimal
+from functools import lru_cache
 
 from babel.numbers import format_currency, get_currency_symbol
 
@@ -32,7 +33,14 @@ def format_money(amount: Decimal, currency: str = DEFAULT_CURRENCY, *, locale: s
     rounded = Decimal(amount).quantize(CENTS, rounding=ROUND_HALF_UP)
     if rounded.is_zero():
         rounded = abs(rounded)  # never "-₹0.00"
-    return format_currency(rounded, code, locale=locale or locale_for(code), currency_digits=False)
+    return _formatted(rounded, code, locale or locale_for(code))
+
+
+@lru_cache(maxsize=4096)
+def _formatted(rounded: Decimal, code: str, locale: str) -> str:
+    # Babel's formatting is the slow part (a risk evaluation formats two dozen figures); the same
+    # amounts recur (limits, capital, a book's values), and a rounded amount formats one way.
+    return format_currency(rounded, code, locale=locale, currency_digits=False)
 
 
 def currency_symbol(currency: str = DEFAULT_CURRENCY) -> str:

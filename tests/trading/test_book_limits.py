@@ -145,3 +145,39 @@ def test_approvers_approving_different_theses_at_once_never_pass_a_limit_between
 
     assert sorted(outcomes) == ["approved"] * 3 + ["max_positions"] * 5, outcomes
     assert Order.objects.filter(account=account).count() == 3
+
+
+def test_the_live_ideas_read_at_once_are_the_ones_asked_instrument_by_instrument(approver):
+    """``account_live_ideas`` (a replay day's one read) answers as ``instrument_live_idea`` does for
+    every instrument: held, working, pending (past its window or not), several on one instrument,
+    another account's, and none."""
+    from django.utils import timezone
+
+    from tests.trading.book_rows import open_position, working_order
+    from trading.book.accounts import account_live_ideas, instrument_live_idea
+
+    account = book_account(max_positions=20, max_notional_pct=Decimal("100"), exposure_cap_pct=Decimal("1000"))
+    other = Account.objects.create(
+        name="Other",
+        capital=Decimal("1000000"),
+        cash=Decimal("1000000"),
+        daily_loss_cap=Decimal("20000"),
+        max_notional_pct=Decimal("20"),
+        max_positions=5,
+        exposure_cap_pct=Decimal("100"),
+        max_instrument_pct=Decimal("20"),
+    )
+    held, working, waiting, lapsed, both, elsewhere, idle = (instrument_at(symbol) for symbol in SYMBOLS[:7])
+    open_position(pending(account, held, quantity=10), account, on=SESSION)
+    working_order(pending(account, working, quantity=10), account, placed_on=SESSION)
+    pending(account, waiting, quantity=10)
+    Thesis.objects.filter(pk=pending(account, lapsed, quantity=10).pk).update(expires_at=timezone.now())
+    working_order(pending(account, both, quantity=10), account, placed_on=SESSION)
+    pending(account, both, quantity=10)
+    pending(other, elsewhere, quantity=10)
+
+    ideas = account_live_ideas(account)
+
+    for instrument in (held, working, waiting, lapsed, both, elsewhere, idle):
+        assert ideas.get(instrument.pk, "") == instrument_live_idea(account, instrument.pk), instrument.symbol
+    assert set(ideas) == {held.pk, working.pk, waiting.pk, both.pk}

@@ -57,14 +57,20 @@ def citations_store(
     active_codes: Collection[str],
     notes: Mapping[str, AnalystNoteRecord] | None = None,
     fresh: bool = False,
+    heuristics: Mapping[str, Heuristic] | None = None,
 ) -> list[HeuristicCitation]:
     """Store each role's citations (replacing that role's earlier rows of this run) and return them.
     Call it inside the stage's transaction. ``fresh``: the caller knows the run has no rows of
-    these roles yet (a replay run made in the transaction executing it), so none is looked for."""
+    these roles yet (a replay run made in the transaction executing it), so none is looked for.
+    ``heuristics``: every heuristic row by code, when the caller has them read already (a replay
+    day reads them once for all its runs); else the cited ones are read."""
     notes = notes or {}
     found = {role: verdicts(texts, active_codes) for role, texts in texts_by_role.items()}
     accepted_codes = {verdict.code for cited in found.values() for verdict in cited if verdict.accepted}
-    heuristics = {row.code: row for row in Heuristic.objects.filter(code__in=accepted_codes)} if accepted_codes else {}
+    if heuristics is None:
+        heuristics = (
+            {row.code: row for row in Heuristic.objects.filter(code__in=accepted_codes)} if accepted_codes else {}
+        )
     thesis_of: dict[tuple[str, str], int | None] = {}
     if not fresh:
         earlier = HeuristicCitation.objects.filter(run=run, role__in=list(found))

@@ -11,12 +11,12 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from django.conf import settings
 from django.db import OperationalError, transaction
@@ -31,13 +31,21 @@ from agents.domain.llm import BudgetExceeded, ModelChoice, StageFailed
 from agents.domain.memory import format_memory_block
 from agents.domain.playbook import PlaybookRule
 from agents.domain.pricing import PriceTable
+from agents.models import Heuristic
 from agents.playbook import active_playbook
 from agents.roles import AnalystNote, DebateResult, TradeThesis, anchors_from_bundle
 from security.redaction import redact_data, redact_secrets
 from trading.audit import audit_record
-from trading.book.accounts import account_for_run, account_lock, account_portfolio, instrument_live_idea, risk_limits
+from trading.book.accounts import (
+    account_for_run,
+    account_live_ideas,
+    account_lock,
+    account_portfolio,
+    instrument_live_idea,
+    risk_limits,
+)
 from trading.book.approvals import directives_in_force, gate_reason, thesis_expiry
-from trading.book.domain.risk import evaluate_risk
+from trading.book.domain.risk import PortfolioState, evaluate_risk
 from trading.events import DeskEvent, publish
 from trading.market import services
 from trading.market.domain.features import NoPriceData
@@ -128,6 +136,8 @@ class ReplayRuns:
     # The replay's account, found once: its runs would each look it up by name several times. Only
     # its id, name, currency and limits are read from it (its cash is read under its lock).
     account: Account | None = None
+    # What every run of one replay day reads alike, read by the first of them (``_day_memo``).
+    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 _replay_runs: ContextVar[ReplayRuns | None] = ContextVar("replay_runs", default=None)
@@ -140,6 +150,38 @@ def replay_runs(mode: ReplayRuns) -> Iterator[None]:
         yield
     finally:
         _replay_runs.reset(token)
+
+
+def _day_memo(as_of: dt.date, key: Hashable, read: Callable[[], _Read]) -> _Read:
+    """``read()``, once per replay day and ``key`` in a replay context; every time outside one.
+
+    A replay day runs its pipeline runs between its book pass and its approvals, and no run changes
+    what is read through here: the book changes at the pass and at the approvals, the critique's
+    directives at its pre-step, the playbook at the reviews of the pass (or by a person, whose edit
+    in the middle of a replay day reaches the replay's next day). So the first run's answer stands
+    for the day's others. Each worker process keeps its own, for the day it is on."""
+    mode = _replay_runs.get()
+    if mode is None:
+        return read()
+    memo = mode.memo
+    if memo.get(_MEMO_DAY) != as_of:
+        memo.clear()
+        memo[_MEMO_DAY] = as_of
+    if key not in memo:
+        memo[key] = read()
+    return cast("_Read", memo[key])
+
+
+_MEMO_DAY = object()
+_Read = TypeVar("_Read")
+
+
+def _directives_in_force(run: PipelineRun, strategy_id: int) -> list[StrategyDirective]:
+    return _day_memo(
+        run.as_of,
+        ("directives", strategy_id, run.is_replay),
+        lambda: directives_in_force(strategy_id, is_replay=run.is_replay, as_of=run.as_of),
+    )
 
 
 def _exclusive() -> bool:
@@ -378,9 +420,13 @@ def _directives_of_run(run: PipelineRun) -> list[StrategyDirective]:
         return []
     seen = (run.used or {}).get("directives") if isinstance(run.used, dict) else None
     if seen is None:
-        return directives_in_force(strategy_run.strategy_id, is_replay=run.is_replay, as_of=run.as_of)
+        return _directives_in_force(run, strategy_run.strategy_id)
     ids = [item["id"] for item in seen if isinstance(item, dict) and "id" in item]
-    return list(StrategyDirective.objects.filter(pk__in=ids).order_by("sequence", "id"))
+    return _day_memo(
+        run.as_of,
+        ("directives by id", *ids),
+        lambda: list(StrategyDirective.objects.filter(pk__in=ids).order_by("sequence", "id")),
+    )
 
 
 def _one_line(text: str) -> str:
@@ -431,7 +477,7 @@ def _stage_context(ctx: RunContext) -> ContextOutput:
         memory_block=memory_block,
         memory_ids=[hit.record.id for hit in hits],
         mandate=strategy.philosophy if strategy else "",
-        playbook=active_playbook(),
+        playbook=_day_memo(ctx.run.as_of, "playbook", active_playbook),
         research_signals=research_evidence(ctx.run),
     )
 
@@ -583,8 +629,27 @@ def _other_symbols(instrument: Instrument) -> list[str]:
 
 
 def _held(run: PipelineRun, account: Account) -> str:
-    busy = instrument_live_idea(account, run.instrument_id, exclude_run_id=run.pk)
+    """Why the run holds because its instrument already has a live idea in the account; "" if not.
+    Asked before the models are called and again under the account's lock. A replay day reads the
+    account's live ideas once (``_day_memo``): its book stands still while its runs execute, and it
+    has one run per instrument, so the only idea a run adds (its own pending thesis, made after
+    both questions) is in an instrument no other run of the day asks about."""
+    if _replay_runs.get() is None:
+        busy = instrument_live_idea(account, run.instrument_id, exclude_run_id=run.pk)
+    else:
+        ideas = _day_memo(run.as_of, ("live ideas", account.pk), lambda: account_live_ideas(account))
+        busy = ideas.get(run.instrument_id, "")
     return f"HOLD: {run.instrument.symbol} {busy}; one live idea per instrument" if busy else ""
+
+
+def _portfolio(run: PipelineRun, account: Account) -> PortfolioState:
+    """The account's book as the run's sizing reads it, once ``_held`` found nothing of the run's
+    instrument in it. In a replay day it is read once (``_day_memo``), without the instrument: the
+    book stands still while the day's runs execute, and the instrument's share of it is 0 for
+    every run that gets here."""
+    if _replay_runs.get() is None:
+        return account_portfolio(account, today=run.as_of, instrument_id=run.instrument_id)
+    return _day_memo(run.as_of, ("portfolio", account.pk), lambda: account_portfolio(account, today=run.as_of))
 
 
 def _prohibited(run: PipelineRun, thesis: TradeThesis, directive: StrategyDirective) -> str:
@@ -615,7 +680,7 @@ def _gated(run: PipelineRun, thesis: TradeThesis) -> str:
     strategy_run = run.strategy_run
     if strategy_run is None:
         return ""
-    directives = directives_in_force(strategy_run.strategy_id, is_replay=run.is_replay, as_of=run.as_of)
+    directives = _directives_in_force(run, strategy_run.strategy_id)
     blocked = gate_reason(directives)
     if blocked:
         return f"HOLD: held by the strategy's critique: {blocked}"
@@ -662,7 +727,7 @@ def _stage_risk(ctx: RunContext) -> RiskOutput:
             target=Decimal(str(thesis.target)),
             lot_size=instrument.lot_size,
             limits=risk_limits(account, _strategy_of(run)),
-            portfolio=account_portfolio(account, today=run.as_of, instrument_id=instrument.pk),
+            portfolio=_portfolio(run, account),
         )
         summary = RiskDecisionOutput.model_validate(decision.to_dict())
         warnings = [*trader.warnings, decision.sizing] if decision.sizing else list(trader.warnings)
@@ -756,7 +821,16 @@ def _analysts_rows(ctx: RunContext, output: AnalystsOutput) -> None:
         active_codes=ctx.playbook_codes,
         notes=records,
         fresh=fresh,
+        heuristics=_heuristics(ctx.run),
     )
+
+
+def _heuristics(run: PipelineRun) -> dict[str, Heuristic] | None:
+    """Every heuristic row by code, read once per replay day (``_day_memo``); None for a live run,
+    whose citations read the rows they cite."""
+    if _replay_runs.get() is None:
+        return None
+    return _day_memo(run.as_of, "heuristics", lambda: {row.code: row for row in Heuristic.objects.all()})
 
 
 def _debate_rows(ctx: RunContext, output: DebateOutput) -> None:
@@ -786,6 +860,7 @@ def _debate_rows(ctx: RunContext, output: DebateOutput) -> None:
         },
         active_codes=ctx.playbook_codes,
         fresh=_exclusive(),
+        heuristics=_heuristics(ctx.run),
     )
 
 
@@ -796,6 +871,7 @@ def _trader_rows(ctx: RunContext, output: TraderOutput) -> None:
         texts_by_role={"trader": thesis_texts(output.thesis)},
         active_codes=ctx.playbook_codes,
         fresh=_exclusive(),
+        heuristics=_heuristics(ctx.run),
     )
 
 
@@ -1017,7 +1093,7 @@ def _directives_seen(run: PipelineRun) -> list[DirectiveSeen]:
             severity="directive" if directive.severity == StrategyDirective.Severity.DIRECTIVE else "advisory",
             blocking=directive.is_blocking,
         )
-        for directive in directives_in_force(strategy_run.strategy_id, is_replay=run.is_replay, as_of=run.as_of)
+        for directive in _directives_in_force(run, strategy_run.strategy_id)
     ]
 
 
