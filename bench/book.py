@@ -20,7 +20,7 @@ the static files as ``./desk up`` does (hashed, compressed), then:
 
 The servers are started the way ``./desk up`` starts them (``./desk serve``: gunicorn with
 DESK_WEB_WORKERS uvicorn workers), one with a single worker (before: one process, as the single
-daphne was) and one with N (after; N defaults to ./desk's default, two per core up to 8), both on
+daphne was) and one with N (after; N defaults to ./desk's default, one per core up to 8), both on
 127.0.0.1 with the same environment, an approver logged in to each through the login form.
 
 Pages: ``/theses/`` (the queue: pending, the default), ``/theses/?status=all`` (every thesis
@@ -236,8 +236,8 @@ def free_port() -> int:
 
 
 def desk_default_workers() -> int:
-    """What ./desk serve starts without DESK_WEB_WORKERS: two per core, at most 8."""
-    return min(2 * cpu_count(), 8)
+    """What ./desk serve starts without DESK_WEB_WORKERS: one per core, at most 8."""
+    return min(cpu_count(), 8)
 
 
 def server_command(server: str, port: int) -> list[str]:
