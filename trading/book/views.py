@@ -272,13 +272,14 @@ def thesis_run_body(run: PipelineRun) -> RunBody:
 
 
 def thesis_detail(request: HttpRequest, thesis_id: int) -> HttpResponse:
+    # Its order and the order's position (one each at most) come with it: one query, not three.
     thesis = get_object_or_404(
-        Thesis.objects.select_related("instrument", "run__instrument", "decided_by"), pk=thesis_id
+        Thesis.objects.select_related("instrument", "run__instrument", "decided_by", "order__position"), pk=thesis_id
     )
     run = thesis.run
     body = thesis_run_body(run)
-    order = Order.objects.filter(thesis=thesis).select_related("position").first()
-    position = getattr(order, "position", None) if order is not None else None
+    order: Order | None = getattr(thesis, "order", None)
+    position: Position | None = getattr(order, "position", None) if order is not None else None
     marks = charts.trade_marks(
         direction=thesis.direction,
         quantity=order.quantity if order is not None else thesis.quantity,
@@ -294,7 +295,7 @@ def thesis_detail(request: HttpRequest, thesis_id: int) -> HttpResponse:
     if marks and position is not None and position.closed_on is None:
         chart_end = None
     chart_script = thesis_chart_script(thesis, marks=marks, chart_end=chart_end)
-    can_decide = request.user.has_perm("trading.approve_thesis") and thesis.status == Thesis.Status.PENDING
+    can_decide = thesis.status == Thesis.Status.PENDING and request.user.has_perm("trading.approve_thesis")
     return render(
         request,
         "trading/thesis.html",
