@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 import urllib.request
 from contextlib import ExitStack
 from pathlib import Path
@@ -20,7 +21,7 @@ from django.test import Client
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
-from tests.processes import free_port, start_web_server, stop_group, xdist_worker_environment
+from tests.processes import free_port, start_web_server, stop_group, wait_for, xdist_worker_environment
 from trading.events import DeskEvent, publish
 
 ROOT = Path("/srv/desk")
@@ -128,6 +129,29 @@ def test_the_desk_serves_pages_and_websockets_from_several_worker_processes_and_
     with pytest.raises(InvalidStatus) as refused, connect(f"ws://{address}/ws/events/", origin=f"http://{address}"):
         pass
     assert refused.value.response.status_code == 403  # closed before the handshake completed
+
+
+@pytest.mark.django_db(transaction=True)
+def test_without_a_worker_count_the_desk_starts_one_web_process_per_core(tmp_path):
+    """A page is nearly all CPU, so the default is one process per core (at most 8), as ``nproc``
+    counts them: more only queue for the cores (bench/book.py)."""
+    log = tmp_path / "web.log"
+    env = {key: value for key, value in os.environ.items() if key != "DESK_WEB_WORKERS"}
+    process = start_web_server(
+        port=free_port(), log=log, env={**env, "DATABASE_URL": _test_database_url(), "DEBUG": "0"}
+    )
+    cores = len(os.sched_getaffinity(0))
+
+    def booted() -> int:
+        return sum("Booting worker with pid" in line for line in log.read_text().splitlines())
+
+    try:
+        # Each process logs its start itself: the last may do so just after the first answered.
+        wait_for(lambda: booted() >= min(cores, 8), timeout=30, what=f"{min(cores, 8)} web processes:\n{log}")
+        time.sleep(1)  # and none more
+    finally:
+        stop_group(process)
+    assert booted() == min(cores, 8), log.read_text()
 
 
 def test_a_web_worker_count_that_is_not_a_number_is_refused_at_start():
