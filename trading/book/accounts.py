@@ -144,27 +144,33 @@ def account_portfolio(
     )
 
 
+def _live_ideas(
+    account: Account, *, exclude_run_id: int | None = None, include_pending: bool = True
+) -> list[tuple[QuerySet, str]]:
+    """The account's live ideas, table by table in the order they are asked about, each with the
+    reason it gives: held, working, pending (past its approval window no longer counts, swept or
+    not; ``exclude_run_id``'s own thesis neither)."""
+    ideas: list[tuple[QuerySet, str]] = [
+        (Position.objects.filter(account=account, status=Position.Status.OPEN), "already held (position #{})"),
+        (Order.objects.filter(account=account, status=Order.Status.WORKING), "an order is already working (order #{})"),
+    ]
+    if include_pending:
+        pending = Thesis.objects.filter(account=account, status=Thesis.Status.PENDING)
+        pending = pending.exclude(expires_at__lte=timezone.now())
+        if exclude_run_id is not None:
+            pending = pending.exclude(run_id=exclude_run_id)
+        ideas.append((pending, "a thesis is already pending approval (thesis #{})"))
+    return ideas
+
+
 def instrument_live_idea(
     account: Account, instrument_id: int, *, exclude_run_id: int | None = None, include_pending: bool = True
 ) -> str:
     """Why the account may not take a new idea in this instrument, or "" when it may: one
-    instrument holds at most one live idea per account (held, working or pending). A pending
-    thesis past its approval window no longer counts, swept or not."""
-    position = Position.objects.filter(account=account, instrument_id=instrument_id, status=Position.Status.OPEN)
-    if (held := position.values_list("pk", flat=True).first()) is not None:
-        return f"already held (position #{held})"
-    order = Order.objects.filter(account=account, instrument_id=instrument_id, status=Order.Status.WORKING)
-    if (working := order.values_list("pk", flat=True).first()) is not None:
-        return f"an order is already working (order #{working})"
-    if not include_pending:
-        return ""
-    pending = Thesis.objects.filter(account=account, instrument_id=instrument_id, status=Thesis.Status.PENDING).exclude(
-        expires_at__lte=timezone.now()
-    )
-    if exclude_run_id is not None:
-        pending = pending.exclude(run_id=exclude_run_id)
-    if (waiting := pending.values_list("pk", flat=True).first()) is not None:
-        return f"a thesis is already pending approval (thesis #{waiting})"
+    instrument holds at most one live idea per account (held, working or pending)."""
+    for rows, reason in _live_ideas(account, exclude_run_id=exclude_run_id, include_pending=include_pending):
+        if (found := rows.filter(instrument_id=instrument_id).values_list("pk", flat=True).first()) is not None:
+            return reason.format(found)
     return ""
 
 
@@ -172,20 +178,8 @@ def account_live_ideas(account: Account) -> dict[int, str]:
     """``instrument_live_idea`` for every instrument of the account at once, in three queries: the
     reason by instrument id, for the instruments that have one (the same row each question would
     find first). What a replay day's runs read, once for the day."""
-    now = timezone.now()
     found: dict[int, str] = {}
-    sources: list[tuple[QuerySet, str]] = [
-        (Position.objects.filter(account=account, status=Position.Status.OPEN), "already held (position #{})"),
-        (
-            Order.objects.filter(account=account, status=Order.Status.WORKING),
-            "an order is already working (order #{})",
-        ),
-        (
-            Thesis.objects.filter(account=account, status=Thesis.Status.PENDING).exclude(expires_at__lte=now),
-            "a thesis is already pending approval (thesis #{})",
-        ),
-    ]
-    for rows, reason in sources:
+    for rows, reason in _live_ideas(account):
         ordered = rows if rows.ordered else rows.order_by("pk")  # the order ``first()`` reads them in
         for instrument_id, pk in ordered.values_list("instrument_id", "pk"):
             found.setdefault(instrument_id, reason.format(pk))

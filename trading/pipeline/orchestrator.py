@@ -152,6 +152,10 @@ def replay_runs(mode: ReplayRuns) -> Iterator[None]:
         _replay_runs.reset(token)
 
 
+_MEMO_DAY = object()  # the key of the day a replay's memo holds
+_Read = TypeVar("_Read")
+
+
 def _day_memo(as_of: dt.date, key: Hashable, read: Callable[[], _Read]) -> _Read:
     """``read()``, once per replay day and ``key`` in a replay context; every time outside one.
 
@@ -170,10 +174,6 @@ def _day_memo(as_of: dt.date, key: Hashable, read: Callable[[], _Read]) -> _Read
     if key not in memo:
         memo[key] = read()
     return cast("_Read", memo[key])
-
-
-_MEMO_DAY = object()
-_Read = TypeVar("_Read")
 
 
 def _directives_in_force(run: PipelineRun, strategy_id: int) -> list[StrategyDirective]:
