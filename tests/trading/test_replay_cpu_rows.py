@@ -44,10 +44,13 @@ def _rows(run: PipelineRun) -> dict[str, Any]:
     return {
         "run": (run.status, run.failure_reason, run.attempts, run.lease_owner),
         "stages": list(stages.values_list("stage", "position", "status", "output", "error")),
-        "calls": list(
-            ModelCall.objects.filter(run=run)
-            .order_by("id")
-            .values_list("role", "tier", "model", "prompt_key", "prompt", "reply", "input_tokens", "ok", "error")
+        # Bull and bear are called at once, and each call is recorded as it finishes: which of
+        # the two gets the lower id is the machine's timing, not the run's content.
+        "calls": sorted(
+            ModelCall.objects.filter(run=run).values_list(
+                "role", "tier", "model", "prompt_key", "prompt", "reply", "input_tokens", "ok", "error"
+            ),
+            key=repr,
         ),
         "citations": sorted(
             HeuristicCitation.objects.filter(run=run).values_list(
