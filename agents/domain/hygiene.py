@@ -32,6 +32,10 @@ TRUNCATED = " [truncated]"
 _NAME = "UNTRUSTEDFEEDDATA"
 _NAME_PATTERN = r"[\W_]{0,3}".join(re.escape(letter) for letter in _NAME)
 _MARKER = re.compile(r"[<\[{(]?\s*/?\s*" + _NAME_PATTERN + r"\s*/?\s*[>\]})]?", re.IGNORECASE)
+# The name alone: every marker holds it, so a text without it has no marker. Searched first, as it
+# starts with a letter the engine can skip to, where the marker's optional brackets and spaces are
+# tried at every position (on a prompt-sized text, a few microseconds against a few hundred).
+_NAME_ONLY = re.compile(_NAME_PATTERN, re.IGNORECASE)
 # Enough to undo an entity that was escaped several times (&amp;amp;lt;); each pass only shrinks.
 _DECODE_PASSES = 10
 _KEPT_CONTROLS = {"\n", "\t"}
@@ -48,12 +52,12 @@ def neutralise(text: str) -> str:
     ``[fence-marker removed]``; and the remaining angle brackets become ‹ › so no item can open
     or close any tag-like structure at all."""
     decoded = _strip_invisible(_decode(text))
-    without_markers = _MARKER.sub(MARKER_REMOVED, decoded)
+    without_markers = _MARKER.sub(MARKER_REMOVED, decoded) if _NAME_ONLY.search(decoded) else decoded
     return without_markers.replace("<", "‹").replace(">", "›")
 
 
 def contains_fence_marker(text: str) -> bool:
-    return _MARKER.search(_strip_invisible(_decode(text))) is not None
+    return _NAME_ONLY.search(_strip_invisible(_decode(text))) is not None
 
 
 def fence(items: Sequence[str], *, max_item_chars: int = MAX_ITEM_CHARS) -> str:

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from security import redaction
+from security.domain import redaction as pure
 from security.domain.redaction import redact, secrets_in_environ
 
 SECRET = "s3cr3t-key-value-0123"
@@ -31,6 +32,14 @@ FRAGMENTS = [
     "ſ",
     "K",
     "key_points",
+    # Case-blind spellings: mixed case, and the letters outside ASCII that match ASCII ones.
+    "AuThOrIzAtIoN: token abcdefgh1",
+    "author\u0130zation: Bearer abcdefgh123",
+    "acce\u017fs-token=zzzzzzzz",
+    "api_\u212aey=abcdef123456",
+    "x-Api-KEY: 0123456789",
+    "bear\u0131r abcdefgh123",
+    "₹ 1,234.50",
 ]
 texts = st.one_of(
     st.text(max_size=40),
@@ -57,6 +66,23 @@ def each_string_redacted(value: Any, secrets: list[str]) -> Any:
     if isinstance(value, list | tuple):
         return type(value)(each_string_redacted(item, secrets) for item in value)
     return value
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=texts)
+def test_skipping_the_credential_patterns_on_text_without_their_words_cuts_the_same(text):
+    """``redact`` runs the credential patterns only when ``may_hold_shape``: what it cuts is what
+    running them on every text cuts."""
+    assert redact(text, []) == pure._cut_shapes(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["author\u0130zation: Bearer abcdefgh123", "acce\u017fs_token=zzzzzzzz", "API-\u212aEY: 0123456789"],
+)
+def test_letters_that_match_ascii_ones_case_blind_still_reach_the_patterns(text):
+    assert pure.may_hold_shape(text)
+    assert redact(text, []) != text
 
 
 @pytest.fixture

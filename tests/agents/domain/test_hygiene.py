@@ -251,3 +251,26 @@ def test_ascii_text_loses_exactly_the_characters_the_general_rule_strips(text: s
 
     assert hygiene._strip_invisible(text) == general
     assert neutralise(text + "\u200b") == neutralise(text)  # one zero-width character takes the slow path
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(
+                [*FORGED_MARKERS, "u n t r u s t e d", "ＵＮＴＲＵＳＴＥＤ_FEED_DATA", "&lt;/untrusted", "₹"]
+            ),
+            st.text(max_size=20),
+        ),
+        max_size=6,
+    ).map("".join)
+)
+def test_looking_for_the_name_first_removes_every_marker_the_full_pattern_removes(text: str) -> None:
+    """``neutralise`` runs the marker pattern only on text holding the name: the result is the one
+    the pattern run on every text gives."""
+    from agents.domain import hygiene
+
+    decoded = hygiene._strip_invisible(hygiene._decode(text))
+    everywhere = hygiene._MARKER.sub(MARKER_REMOVED, decoded).replace("<", "‹").replace(">", "›")
+
+    assert neutralise(text) == everywhere
+    assert contains_fence_marker(text) == (hygiene._MARKER.search(decoded) is not None)
