@@ -151,11 +151,14 @@ def _last_marks(positions: Iterable[Position], as_of: dt.date) -> dict[int, floa
 def _atr_by_run(runs: Iterable[PipelineRun]) -> dict[int, float | None]:
     """ATR(14) of the bundle each thesis's run was shown (the run's own feature snapshot)."""
     snapshot_of = {run.pk: run.feature_snapshot_id for run in runs if run.feature_snapshot_id}
-    bundles = dict(FeatureSnapshot.objects.filter(id__in=set(snapshot_of.values())).values_list("id", "bundle"))
+    # The one figure read out of each stored bundle by the database: a bundle is a few kilobytes of
+    # JSON, and a critique reads the bundles of every thesis in its lookback.
+    values = dict(
+        FeatureSnapshot.objects.filter(id__in=set(snapshot_of.values())).values_list("id", "bundle__technical__atr_14")
+    )
     atr: dict[int, float | None] = {}
     for run_id, snapshot_id in snapshot_of.items():
-        technical = (bundles.get(snapshot_id) or {}).get("technical") or {}
-        value = technical.get("atr_14") if isinstance(technical, Mapping) else None
+        value = values.get(snapshot_id)
         atr[run_id] = float(value) if is_number(value) else None
     return atr
 

@@ -251,3 +251,20 @@ def test_an_attached_research_signal_gets_its_rank_ic_beside_the_desks_own():
     assert research.observations >= 8 and research.ic is not None and research.ic > 0.5
     logged = {row.signal: row for row in signal_ics_log(built.strategy, as_of=as_of, is_replay=False)}
     assert logged[research.signal].family == "research" and logged[research.signal].ic == research.ic
+
+
+def test_each_thesis_carries_the_atr_of_the_bundle_its_run_was_shown():
+    from reviews.critique.evidence import load_trajectory
+
+    built = strategy_trajectory()
+
+    theses = load_trajectory(built.strategy, as_of=built.as_of, is_replay=False).trajectory.theses
+
+    shown = {
+        run.pk: run.feature_snapshot.bundle["technical"]["atr_14"]
+        for run in built.pipeline_runs
+        if run.feature_snapshot is not None
+    }
+    assert theses and all(isinstance(fact.atr, float) for fact in theses)
+    assert {fact.run_id: fact.atr for fact in theses} == {fact.run_id: shown[fact.run_id] for fact in theses}
+    assert len(set(shown.values())) > 1  # the figures differ run to run: a constant would not pass
