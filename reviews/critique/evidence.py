@@ -273,7 +273,8 @@ def _decision_facts(rows: Rows) -> list[DecisionFact]:
 
 def _thesis_facts(rows: Rows) -> list[ThesisFact]:
     runs = {run.pk: run for run in rows.pipeline_runs}
-    atr = _atr_by_run(run for run in rows.pipeline_runs if run.pk in {t.run_id for t in rows.theses})
+    with_thesis = {thesis.run_id for thesis in rows.theses}
+    atr = _atr_by_run(run for run in rows.pipeline_runs if run.pk in with_thesis)
     return [
         ThesisFact(
             id=thesis.pk,
