@@ -141,3 +141,25 @@ def test_on_a_wide_screen_the_links_show_without_a_menu(browser, live_server, ap
         assert page.evaluate("document.documentElement.scrollWidth") <= width
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("person", ["approver", "desk_admin"])
+def test_on_a_laptop_screen_the_person_and_log_out_stay_on_the_navigation_line(
+    browser, live_server, desk_with_rows, person, request
+):
+    """At 1280 px, a small laptop, the header is one line, the admin's extra link
+    included: the log-out sits level with the desk's name, not wrapped under it."""
+    user = request.getfixturevalue(person)
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    try:
+        _log_in(page, live_server, user.username)
+
+        brand = page.locator("#topbar .brand").bounding_box()
+        log_out = page.locator("#topbar .who button", has_text="Log out").bounding_box()
+        assert brand is not None and log_out is not None
+        assert abs((log_out["y"] + log_out["height"] / 2) - (brand["y"] + brand["height"] / 2)) < brand["height"] / 2
+        assert page.locator("#desk-nav a", has_text="Admin").count() == (1 if person == "desk_admin" else 0)
+        _shoot(page, f"laptop-header-{person}")
+    finally:
+        context.close()
