@@ -258,12 +258,18 @@ class ReplayRecord:
     reviews: int
     realised: Decimal
     stages_by_run: dict[int, dict[str, float]]
+    # Per replay day: the mean input tokens of its model calls and its risk-approved theses.
+    tokens_by_day: dict[dt.date, float] = field(default_factory=dict)
+    approvable_by_day: Counter[dt.date] = field(default_factory=Counter)
 
     def stage_total(self, stage: str) -> float:
         return sum(stages.get(stage, 0.0) for stages in self.stages_by_run.values())
 
 
 def read_record(strategy: object) -> ReplayRecord:
+    from django.db.models import Avg
+
+    from agents.models import ModelCall
     from reviews.models import TradeReview
     from trading.book.accounts import replay_account
     from trading.models import Order, PipelineRun, Position, StageRun, Thesis
@@ -286,6 +292,13 @@ def read_record(strategy: object) -> ReplayRecord:
         reviews=TradeReview.objects.filter(position__in=positions).count(),
         realised=sum(closed.values_list("realised_pnl", flat=True), start=Decimal(0)),
         stages_by_run=stages_by_run(StageRun.objects.filter(run__in=runs)),
+        tokens_by_day=dict(
+            ModelCall.objects.filter(run__in=runs)
+            .values_list("run__as_of")
+            .annotate(tokens=Avg("input_tokens"))
+            .values_list("run__as_of", "tokens")
+        ),
+        approvable_by_day=Counter(theses.filter(risk_approved=True).values_list("run__as_of", flat=True)),
     )
 
 
@@ -574,6 +587,7 @@ def bench(args: argparse.Namespace, data_dir: Path) -> None:
         print_outcome(result, record, sessions)
         print_split(result, record)
         print_drift(result, record)
+        print_months(result, record, sessions)
         print_row_counts()
     print_comparison(walls, records)
 
@@ -586,6 +600,25 @@ def month_means(day_seconds: list[float]) -> tuple[float, float]:
     month = min(SESSIONS_PER_MONTH, max(1, len(day_seconds) // 2))
     first, last = day_seconds[:month], day_seconds[-month:]
     return sum(first) / len(first), sum(last) / len(last)
+
+
+def print_months(result: ReplayResult, record: ReplayRecord, sessions: list[dt.date]) -> None:
+    """Month by month (21 sessions each): ms per session, the model calls' mean input tokens and the
+    risk-approved theses (each one an approval to try). A cost that grows with the stored history
+    climbs month after month; one that follows the replay's own state (its memory filling up to the
+    recall limit, the critique's lookback filling, the market giving more setups) levels off or
+    moves with it."""
+    print("\nMonth by month (21 sessions each): ms per session / mean input tokens per call / risk-approved theses")
+    cells = []
+    for start in range(0, len(sessions), SESSIONS_PER_MONTH):
+        days = sessions[start : start + SESSIONS_PER_MONTH]
+        seconds = result.day_seconds[start : start + SESSIONS_PER_MONTH]
+        tokens = [record.tokens_by_day[day] for day in days if day in record.tokens_by_day]
+        mean_tokens = sum(tokens) / len(tokens) if tokens else 0.0
+        approvable = sum(record.approvable_by_day[day] for day in days)
+        cells.append(f"{1000 * sum(seconds) / len(seconds):.0f}/{mean_tokens:,.0f}/{approvable}")
+    for start in range(0, len(cells), 6):
+        print("  " + "  ".join(f"{cell:>16}" for cell in cells[start : start + 6]))
 
 
 def print_comparison(results: dict[str, ReplayResult], records: dict[str, ReplayRecord]) -> None:
