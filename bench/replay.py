@@ -21,7 +21,10 @@ reviews, realised PnL), and the split of the wall time:
 - inside ``pipeline_run_execute``, the pipeline stages from ``StageRun.started_at/finished_at``
   summed per stage name, and the time between stages;
 - the drift: seconds per session over the first and the last tenth of the sessions, since rows
-  pile up day after day (model calls, memory, marks, audit events).
+  pile up day after day (model calls, memory, marks, audit events);
+- month by month (21 sessions each): ms per session, the model calls' mean input tokens and the
+  risk-approved theses, to tell a cost that grows with the stored history from one that follows
+  the replay's own state (its memory filling up, the market's setups).
 
 Both paths are timed in the same run, plain (before) then fast (after), on the same window: the
 comparison prints each one's wall time, runs per second and ms per session in the first and the
