@@ -218,11 +218,20 @@ def memory_scopes(*, replay_account_id: int | None = None) -> tuple[str, ...]:
 
 
 def memory_search(
-    query: str, *, symbol: str, as_of: dt.date, k: int = 5, scopes: Iterable[str] = (LIVE_SCOPE,)
+    query: str,
+    *,
+    symbol: str,
+    as_of: dt.date,
+    k: int = 5,
+    scopes: Iterable[str] = (LIVE_SCOPE,),
+    index: HybridIndex | None = None,
 ) -> list[MemoryHit]:
     """The k most relevant lessons as of ``as_of`` within ``scopes`` (live lessons unless the
-    caller names a replay's scopes: see ``memory_scopes``)."""
-    return memory_cache.refresh().search(query, k=k, symbol=symbol, as_of=as_of, scopes=tuple(scopes))
+    caller names a replay's scopes: see ``memory_scopes``). ``index``: ``memory_cache.refresh()``
+    as the caller read it a moment ago, when nothing can have written a lesson since (the runs of
+    one replay day); else it is refreshed here."""
+    index = index if index is not None else memory_cache.refresh()
+    return index.search(query, k=k, symbol=symbol, as_of=as_of, scopes=tuple(scopes))
 
 
 def run_totals(run: Model) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """The shortcuts that make a replay (and a live run) cheaper leave exactly what the long way
 leaves: a day marked twice keeps one mark with the later close; a replay's run is claimed in one
-write only when nobody could have had it, and looked at first otherwise; the features stage cuts
+write only when nobody could have had it, and looked at first otherwise; one made in a replay day's
+transaction is inserted claimed and ends as the long way's row; the features stage cuts
 a history running past its day to the same bars, whatever the shape of its dates."""
 
 from __future__ import annotations
@@ -84,6 +85,49 @@ def test_a_replay_run_out_of_attempts_is_given_up_not_claimed(replay_instrument,
     run.refresh_from_db()
     assert run.status == PipelineRun.Status.FAILED and run.attempts == 0
     assert "gave up after 0 attempts" in run.failure_reason
+
+
+RUN_ROW = ("status", "failure_reason", "attempts", "lease_owner", "lease_expires_at", "used")
+
+
+def _run_row(run: PipelineRun) -> dict:
+    row = {name: getattr(run, name) for name in RUN_ROW}
+    row["bundle"] = run.feature_snapshot.digest if run.feature_snapshot else None
+    row["stamped"] = all((run.started_at, run.enqueued_at, run.finished_at))
+    return row
+
+
+def test_a_replay_run_made_in_the_days_transaction_is_inserted_claimed_and_ends_as_the_long_way(
+    replay_instrument,
+):
+    day = dt.date(2026, 3, 2)
+    long_way = pipeline_run_create(instrument=replay_instrument, as_of=day, provider="offline", is_replay=True)
+    with replay_runs(ReplayRuns(exclusive=True)):
+        pipeline_run_execute(long_way.pk)
+        made = pipeline_run_create(instrument=replay_instrument, as_of=day, provider="offline", is_replay=True)
+        inserted = PipelineRun.objects.get(pk=made.pk)
+        pipeline_run_execute(made.pk)
+
+    # Inserted as the first attempt's claim leaves a run, held by the attempt that executes it.
+    assert (inserted.status, inserted.attempts) == (PipelineRun.Status.RUNNING, 1)
+    assert inserted.lease_owner and inserted.lease_expires_at and inserted.started_at and inserted.enqueued_at
+    long_way.refresh_from_db()
+    made.refresh_from_db()
+    assert long_way.status in FINISHED and long_way.feature_snapshot is not None and long_way.used
+    # Its snapshot and bundle link, kept for its ending, are written with it: the same row.
+    assert _run_row(made) == _run_row(long_way)
+
+
+def test_a_claimed_replay_run_stopped_after_a_stage_keeps_what_that_stage_wrote(replay_instrument):
+    with replay_runs(ReplayRuns(exclusive=True)):
+        run = pipeline_run_create(
+            instrument=replay_instrument, as_of=dt.date(2026, 3, 2), provider="offline", is_replay=True
+        )
+        pipeline_run_execute(run.pk, stop_after="features")
+
+    run.refresh_from_db()
+    assert run.status == PipelineRun.Status.RUNNING and run.finished_at is None
+    assert run.feature_snapshot is not None and run.used and run.used["provider"] == "offline"
 
 
 def _history(index: list) -> pd.DataFrame:

@@ -101,12 +101,18 @@ def _read(reader: Reader | None, signal: ResearchSignal, bars: BarSeries) -> dic
 
 
 def readings(
-    strategy_id: int, instrument: Instrument, as_of: dt.date, *, limit: int | None = None
+    strategy_id: int,
+    instrument: Instrument,
+    as_of: dt.date,
+    *,
+    limit: int | None = None,
+    signals: list[ResearchSignal] | None = None,
 ) -> list[dict[str, Any]]:
     """One entry per signal attached to the strategy: what it is, where it came from, its research
     figures (as computed by the session, never recomputed here) and its reading on ``instrument``
-    from bars up to ``as_of``, or the reason it has none."""
-    signals = attached_signals(strategy_id)
+    from bars up to ``as_of``, or the reason it has none. ``signals``: ``attached_signals`` of the
+    strategy as the caller read them a moment ago; else they are read here."""
+    signals = attached_signals(strategy_id) if signals is None else signals
     if not signals:
         return []
     bars = bar_series(instrument, as_of=as_of, limit=limit)

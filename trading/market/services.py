@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings
@@ -91,13 +92,36 @@ def feature_bundle_for(*, instrument: Instrument, as_of: dt.date, source: Any = 
     )
 
 
-def feature_snapshot_keep(*, instrument: Instrument, as_of: dt.date, bundle: FeatureBundle) -> FeatureSnapshot:
-    """The row holding exactly ``bundle`` for the instrument's day: found by its digest, or written."""
+DayRows = dict[tuple[int, str], FeatureSnapshot]
+
+
+def feature_snapshots_on(as_of: dt.date, instruments: Iterable[Instrument]) -> DayRows:
+    """The stored bundles of the instruments' day, by instrument id and digest, in one read."""
+    rows = FeatureSnapshot.objects.filter(as_of=as_of, instrument__in=list(instruments))
+    return {(row.instrument_id, row.digest): row for row in rows}
+
+
+def feature_snapshot_keep(
+    *, instrument: Instrument, as_of: dt.date, bundle: FeatureBundle, day_rows: DayRows | None = None
+) -> FeatureSnapshot:
+    """The row holding exactly ``bundle`` for the instrument's day: found by its digest, or written.
+
+    ``day_rows``: the day's rows as ``feature_snapshots_on`` read them, inside a transaction in
+    which nobody else adds them (a replay day's): looked up there, and a new row is inserted
+    without the savepoint that guards against a concurrent insert, and added to them."""
     stored = bundle.model_dump(mode="json")
+    digest = bundle_digest(stored)
+    if day_rows is not None:
+        if (found := day_rows.get((instrument.pk, digest))) is None:
+            found = FeatureSnapshot.objects.create(
+                instrument=instrument, as_of=as_of, digest=digest, bundle=stored, fallback=bundle.fallback
+            )
+            day_rows[(instrument.pk, digest)] = found
+        return found
     snapshot, _ = FeatureSnapshot.objects.get_or_create(
         instrument=instrument,
         as_of=as_of,
-        digest=bundle_digest(stored),
+        digest=digest,
         defaults={"bundle": stored, "fallback": bundle.fallback},
     )
     return snapshot

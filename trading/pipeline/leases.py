@@ -52,6 +52,12 @@ def this_host() -> str:
     return socket.gethostname()[:MAX_HOSTNAME]
 
 
+def attempt_owner() -> str:
+    """A new attempt's name as a lease holder. Host and pid let a worker restarting on the same
+    host see that the holder is gone; the uuid tells two attempts of one process apart."""
+    return f"{this_host()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
 @dataclass(frozen=True)
 class RunLease:
     run_id: int
@@ -63,10 +69,7 @@ class RunLease:
 
     @classmethod
     def for_this_attempt(cls, run_id: int) -> RunLease:
-        # host and pid let a worker restarting on the same host see that the holder is gone;
-        # the uuid tells two attempts of one process apart.
-        owner = f"{this_host()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        return cls(run_id=run_id, owner=owner, seconds=settings.RUN_LEASE_SECONDS)
+        return cls(run_id=run_id, owner=attempt_owner(), seconds=settings.RUN_LEASE_SECONDS)
 
     def expiry(self, now: dt.datetime | None = None) -> dt.datetime:
         return (now or timezone.now()) + dt.timedelta(seconds=self.seconds)

@@ -49,6 +49,7 @@ from trading.book.domain.risk import PortfolioState, evaluate_risk
 from trading.events import DeskEvent, publish
 from trading.market import services
 from trading.market.domain.features import NoPriceData
+from trading.market.research_signals import attached_signals
 from trading.models import (
     Account,
     AnalystNoteRecord,
@@ -56,6 +57,7 @@ from trading.models import (
     HeuristicCitation,
     Instrument,
     PipelineRun,
+    ResearchSignal,
     StageRun,
     Strategy,
     StrategyDirective,
@@ -81,6 +83,7 @@ from trading.pipeline.leases import (
     LeaseLost,
     RunLease,
     WakingRecorder,
+    attempt_owner,
     lease_free,
     owner_is_dead_here,
     this_host,
@@ -138,6 +141,11 @@ class ReplayRuns:
     account: Account | None = None
     # What every run of one replay day reads alike, read by the first of them (``_day_memo``).
     memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+    # The runs made here (``exclusive`` only) and not yet executed, by id: each row was inserted
+    # already claimed by the attempt that will execute it, whose lease waits here with the run.
+    made: dict[int, tuple[PipelineRun, RunLease]] = field(default_factory=dict, compare=False, repr=False)
+    # What each run's row gets at its ending (``exclusive`` only): written with it, in one update.
+    at_ending: dict[int, dict[str, Any]] = field(default_factory=dict, compare=False, repr=False)
 
 
 _replay_runs: ContextVar[ReplayRuns | None] = ContextVar("replay_runs", default=None)
@@ -223,6 +231,10 @@ def pipeline_run_create(
     if provider not in PROVIDERS:
         raise ValueError(f"unknown provider {provider!r}; choose one of {', '.join(PROVIDERS)}")
     require_priced(provider)
+    mode = _replay_runs.get()
+    claimed = mode is not None and mode.exclusive and is_replay and settings.RUN_MAX_ATTEMPTS >= 1
+    lease = ExclusiveLease(run_id=0, owner=attempt_owner(), seconds=settings.RUN_LEASE_SECONDS) if claimed else None
+    now = timezone.now()
     run = PipelineRun.objects.create(
         instrument=instrument,
         as_of=as_of,
@@ -230,7 +242,23 @@ def pipeline_run_create(
         created_by=user if user and user.is_authenticated else None,
         strategy_run=strategy_run,
         is_replay=is_replay,
+        # Made in a replay day's transaction, where nobody else can see it: inserted as its first
+        # attempt's claim (``_take_fresh``) leaves it, instead of inserted queued, claimed and read.
+        **(
+            {
+                "status": PipelineRun.Status.RUNNING,
+                "started_at": now,
+                "enqueued_at": now,
+                "attempts": 1,
+                "lease_owner": lease.owner,
+                "lease_expires_at": lease.expiry(now),
+            }
+            if lease is not None
+            else {}
+        ),
     )
+    if mode is not None and lease is not None:
+        mode.made[run.pk] = (run, dataclasses.replace(lease, run_id=run.pk))
     audit_record(
         actor=user,
         actor_label="" if user else "system",
@@ -321,11 +349,30 @@ def run_give_up(run: PipelineRun) -> bool:
     return True
 
 
+def _run_row_later(run: PipelineRun, **fields: Any) -> bool:
+    """Keep ``fields`` for the run's row until its ending writes them along (True), in a replay
+    day's transaction: nobody can read the row before the day commits, and a run that does not
+    reach its ending (an error past its stages) ends the day, which leaves nothing. Elsewhere
+    False: the caller writes them now."""
+    mode = _replay_runs.get()
+    if mode is None or not mode.exclusive:
+        return False
+    mode.at_ending.setdefault(run.pk, {}).update(fields)
+    return True
+
+
 def _finish(run: PipelineRun, status: str, reason: str, lease: RunLease) -> None:
     reason = redact_secrets(reason)  # a provider's error text may echo its credentials
+    mode = _replay_runs.get()
+    later = mode.at_ending.pop(run.pk, {}) if mode is not None else {}
     # Only while this attempt holds the run: one that was taken over writes no ending.
     finished = PipelineRun.objects.filter(pk=run.pk, lease_owner=lease.owner).update(
-        status=status, failure_reason=reason, finished_at=timezone.now(), lease_owner="", lease_expires_at=None
+        status=status,
+        failure_reason=reason,
+        finished_at=timezone.now(),
+        lease_owner="",
+        lease_expires_at=None,
+        **later,
     )
     if not finished:
         raise LeaseLost(f"run {run.pk} is no longer held by {lease.owner}")
@@ -454,16 +501,29 @@ def directives_block(directives: list[StrategyDirective]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _attached_signals(run: PipelineRun) -> list[ResearchSignal] | None:
+    """The research signals attached to the run's strategy (a person's change reaches a replay
+    the next day), or None outside a strategy."""
+    strategy_run = run.strategy_run
+    if strategy_run is None:
+        return None
+    strategy_id = strategy_run.strategy_id
+    return _day_memo(run.as_of, ("research signals", strategy_id), lambda: attached_signals(strategy_id))
+
+
 def _stage_context(ctx: RunContext) -> ContextOutput:
     instrument = ctx.run.instrument
     # A replay's run reads its own replay's lessons beside the live ones; a live run, live ones only.
     # Named here from the run itself, so a replay run resumed by any worker reads the same memory.
     replay_account = ctx.account.pk if ctx.run.is_replay else None
+    as_of = ctx.run.as_of
     hits = recording.memory_search(
         _memory_query(instrument, ctx.bundle),
         symbol=instrument.symbol,
-        as_of=ctx.run.as_of,
+        as_of=as_of,
         scopes=recording.memory_scopes(replay_account_id=replay_account),
+        # Lessons are written by reviews and critiques, before a replay day's runs: looked for once.
+        index=_day_memo(as_of, "memory index", recording.memory_cache.refresh),
     )
     strategy = _strategy_of(ctx.run)
     memory_block = format_memory_block(hits)
@@ -478,7 +538,7 @@ def _stage_context(ctx: RunContext) -> ContextOutput:
         memory_ids=[hit.record.id for hit in hits],
         mandate=strategy.philosophy if strategy else "",
         playbook=_day_memo(ctx.run.as_of, "playbook", active_playbook),
-        research_signals=research_evidence(ctx.run),
+        research_signals=research_evidence(ctx.run, signals=_attached_signals(ctx.run)),
     )
 
 
@@ -700,6 +760,15 @@ def _thesis_store(*, run: PipelineRun, fields: dict[str, Any]) -> Thesis:
     return stored
 
 
+def _account_locked(run: PipelineRun, account_id: int) -> Account:
+    """``account_lock``; in a replay day's transaction (``exclusive``), taken by the day's first
+    risk stage and held by the transaction until the day commits, so the day's other runs use the
+    row it read: nothing changes the account between the day's book pass and its approvals."""
+    if not _exclusive():
+        return account_lock(account_id)
+    return _day_memo(run.as_of, ("account lock", account_id), lambda: account_lock(account_id))
+
+
 def _stage_risk(ctx: RunContext) -> RiskOutput:
     """Size and check against the live book, then store the thesis, all under the account's
     lock: twelve runs on one instrument at the same moment leave one thesis, and the others say
@@ -708,7 +777,7 @@ def _stage_risk(ctx: RunContext) -> RiskOutput:
     trader = _finished(ctx.outputs.trader, "trader")
     thesis = trader.thesis
     with transaction.atomic():
-        account = account_lock(ctx.account.pk)
+        account = _account_locked(run, ctx.account.pk)
         if instrument.currency != account.currency:
             # The limits are in the account's money; without an exchange rate a USD price against
             # rupee capital would size the trade wrong by the whole rate.
@@ -784,8 +853,19 @@ def _unit(value: float) -> Decimal:
 def _features_rows(ctx: RunContext, output: FeaturesOutput) -> None:
     """Link the run to the FeatureSnapshot holding exactly the bundle it used (reused when the day's
     bundle is unchanged; a new row when it changed, so an earlier run's link never moves)."""
-    snapshot = services.feature_snapshot_keep(instrument=ctx.run.instrument, as_of=ctx.run.as_of, bundle=output.bundle)
-    PipelineRun.objects.filter(pk=ctx.run.pk).update(feature_snapshot=snapshot)
+    run = ctx.run
+    mode = _replay_runs.get()
+    day_rows = None
+    if mode is not None and mode.exclusive and mode.source is not None:
+        # A replay day's transaction: its universe's rows of the day, read once for all its runs
+        # (each run adds its own instrument's, which no other run of the day reads).
+        universe = mode.source.instruments
+        day_rows = _day_memo(run.as_of, "feature snapshots", lambda: services.feature_snapshots_on(run.as_of, universe))
+    snapshot = services.feature_snapshot_keep(
+        instrument=run.instrument, as_of=run.as_of, bundle=output.bundle, day_rows=day_rows
+    )
+    if not _run_row_later(ctx.run, feature_snapshot=snapshot):
+        PipelineRun.objects.filter(pk=ctx.run.pk).update(feature_snapshot=snapshot)
     ctx.run.feature_snapshot = snapshot
 
 
@@ -1009,10 +1089,15 @@ def pipeline_run_execute(run_id: int, *, stop_after: str | None = None) -> Pipel
 
     ``stop_after`` ends the call after that stage as if the process had died there (tests)."""
     mode = _replay_runs.get()
-    lease = (ExclusiveLease if mode is not None and mode.exclusive else RunLease).for_this_attempt(run_id)
-    run = _claim(run_id, lease)
-    if run is None:
-        return PipelineRun.objects.filter(pk=run_id).first()
+    made = mode.made.pop(run_id, None) if mode is not None and mode.exclusive else None
+    if made is not None:
+        run, lease = made  # inserted claimed by this attempt a moment ago (``pipeline_run_create``)
+    else:
+        lease = (ExclusiveLease if mode is not None and mode.exclusive else RunLease).for_this_attempt(run_id)
+        claimed = _claim(run_id, lease)
+        if claimed is None:
+            return PipelineRun.objects.filter(pk=run_id).first()
+        run = claimed
     recorder = WakingRecorder(run_id=run.pk, prices=PriceTable.from_mapping(settings.LLM.get("PRICES", {})))
     keeper = AttemptKeeper(lease, recorder).start()
     progress = _Progress()
@@ -1040,6 +1125,7 @@ def pipeline_run_execute(run_id: int, *, stop_after: str | None = None) -> Pipel
     finally:
         keeper.stop()
         _flush_quietly(recorder, run.pk)
+        _write_later(run.pk)
         lease.release()
 
 
@@ -1122,6 +1208,9 @@ def _snapshot_once(run: PipelineRun, lease: RunLease, choice: ModelChoice, accou
     """Keep what the run uses, on its first attempt only: a resumed run keeps the snapshot of the
     attempt that started it, whatever changed since. Only while this attempt holds the run."""
     snapshot = _run_snapshot(run, choice, account).model_dump(mode="json")
+    if run.used is None and _run_row_later(run, used=snapshot):
+        run.used = snapshot  # a run made in this replay day's transaction: its first attempt
+        return
     written = PipelineRun.objects.filter(pk=run.pk, used__isnull=True, lease_owner=lease.owner).update(used=snapshot)
     if written:
         run.used = snapshot
@@ -1226,6 +1315,18 @@ def _note_attempt_death(run: PipelineRun, lease: RunLease, stage: str, error: Ba
         PipelineRun.objects.filter(pk=run.pk, lease_owner=lease.owner).update(failure_reason=note)
     except Exception:
         logger.warning("run %s: could not note why attempt %s died", run.pk, run.attempts, exc_info=True)
+
+
+def _write_later(run_id: int) -> None:
+    """What ``_run_row_later`` kept for a run that stopped before its ending (``stop_after``, or
+    an error on its way out): written now, as the live path would have written it already."""
+    mode = _replay_runs.get()
+    later = mode.at_ending.pop(run_id, None) if mode is not None else None
+    if later:
+        try:
+            PipelineRun.objects.filter(pk=run_id).update(**later)
+        except Exception:
+            logger.warning("run %s: could not write its snapshot and bundle link", run_id, exc_info=True)
 
 
 def _write_quietly(buffer: _StageBuffer, run_id: int) -> None:

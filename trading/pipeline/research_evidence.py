@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from trading.market.research_signals import readings
-from trading.models import PipelineRun
+from trading.models import PipelineRun, ResearchSignal
 
 __all__ = ["research_evidence"]
 
@@ -22,13 +22,14 @@ __all__ = ["research_evidence"]
 FIGURE_KEYS = ("oos", "holdout", "dsr", "n_trials", "pbo")
 
 
-def research_evidence(run: PipelineRun) -> list[dict[str, Any]]:
+def research_evidence(run: PipelineRun, *, signals: list[ResearchSignal] | None = None) -> list[dict[str, Any]]:
     """One entry per signal attached to the run's strategy: name, key, parameters, provenance, the
-    reading as of ``run.as_of`` (or ``error`` saying why there is none), and its research figures."""
+    reading as of ``run.as_of`` (or ``error`` saying why there is none), and its research figures.
+    ``signals``: the strategy's attached signals, when the caller has read them."""
     strategy_run = run.strategy_run  # no query when the run has none
     if strategy_run is None:
         return []
-    entries = readings(strategy_run.strategy_id, run.instrument, run.as_of)
+    entries = readings(strategy_run.strategy_id, run.instrument, run.as_of, signals=signals)
     for entry in entries:
         figures = entry.pop("figures")
         entry["figures"] = {key: figures[key] for key in FIGURE_KEYS if key in figures}
