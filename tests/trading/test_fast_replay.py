@@ -20,8 +20,10 @@ from trading.models import (
     CorporateAction,
     DailyBar,
     DebateRecord,
+    HeuristicCitation,
     Instrument,
     PipelineRun,
+    StageRun,
     Strategy,
 )
 from trading.strategies.replay import ApprovalPolicy, replay_sessions, replay_strategy
@@ -69,13 +71,25 @@ def replay(strategy: Strategy, days: list[dt.date], *, fast: bool) -> dict[str, 
 
 def full_record(strategy: Strategy) -> dict[str, list]:
     """``replay_record`` and what each run computed: its status and why, the bundle it read (the
-    feature snapshot's digest), each analyst's stance and the debate's calibrated conviction."""
+    feature snapshot's digest) and what it used (limits, directives, models), its stages, each
+    analyst's stance, the debate's calibrated conviction and the playbook rules each role cited
+    (tied to its note, or to the thesis)."""
     runs = PipelineRun.objects.filter(strategy_run__strategy=strategy, is_replay=True)
     record = replay_record(strategy)
     record["runs"] = list(
         runs.order_by("as_of", "instrument__symbol").values_list(
-            "as_of", "instrument__symbol", "status", "failure_reason", "feature_snapshot__digest"
+            "as_of", "instrument__symbol", "status", "failure_reason", "feature_snapshot__digest", "attempts", "used"
         )
+    )
+    record["stages"] = list(
+        StageRun.objects.filter(run__in=runs)
+        .order_by("run__as_of", "run__instrument__symbol", "position")
+        .values_list("run__as_of", "stage", "status", "error", "output")
+    )
+    record["citations"] = list(
+        HeuristicCitation.objects.filter(run__in=runs)
+        .order_by("run__as_of", "run__instrument__symbol", "role", "code")
+        .values_list("run__as_of", "role", "code", "accepted", "note__role", "thesis__direction", "cited_on")
     )
     record["notes"] = list(
         AnalystNoteRecord.objects.filter(run__in=runs)
@@ -129,8 +143,17 @@ def without_ids(value: object) -> object:
     if isinstance(value, list | tuple):
         return [without_ids(item) for item in value]
     if isinstance(value, dict):
-        return {key: without_ids(item) for key, item in value.items()}
+        return {key: _id_free(key, item) for key, item in value.items()}
     return value
+
+
+def _id_free(key: str, value: object) -> object:
+    """A stored snapshot's ids (the account's, a directive's, the lessons recalled) as how many."""
+    if key == "id" or key.endswith("_id"):
+        return "id"
+    if key.endswith("_ids") and isinstance(value, list):
+        return len(value)
+    return without_ids(value)
 
 
 def _up_to(record: dict[str, list], pivot: dt.date) -> dict[str, list]:

@@ -58,12 +58,15 @@ def citations_store(
     notes: Mapping[str, AnalystNoteRecord] | None = None,
     fresh: bool = False,
     heuristics: Mapping[str, Heuristic] | None = None,
+    kept: list[HeuristicCitation] | None = None,
 ) -> list[HeuristicCitation]:
     """Store each role's citations (replacing that role's earlier rows of this run) and return them.
     Call it inside the stage's transaction. ``fresh``: the caller knows the run has no rows of
     these roles yet (a replay run made in the transaction executing it), so none is looked for.
     ``heuristics``: every heuristic row by code, when the caller has them read already (a replay
-    day reads them once for all its runs); else the cited ones are read."""
+    day reads them once for all its runs); else the cited ones are read. ``kept``: the rows are
+    added to it instead of inserted (with ``fresh``: a replay run inserts all its citations at its
+    ending, with its other rows), and returned unsaved."""
     notes = notes or {}
     found = {role: verdicts(texts, active_codes) for role, texts in texts_by_role.items()}
     accepted_codes = {verdict.code for cited in found.values() for verdict in cited if verdict.accepted}
@@ -94,10 +97,19 @@ def citations_store(
                     cited_on=run.as_of,
                 )
             )
+    if kept is not None:
+        kept.extend(rows)
+        return rows
     # One read, one delete and one insert per stage, however many codes its roles cited.
     return HeuristicCitation.objects.bulk_create(rows) if rows else []
 
 
-def citations_link_thesis(*, run: PipelineRun, thesis: Thesis) -> int:
-    """Tie the run's citations that belong to no note (the debate's, the trader's) to its thesis."""
-    return HeuristicCitation.objects.filter(run=run, note__isnull=True, thesis__isnull=True).update(thesis=thesis)
+def citations_link_thesis(*, run: PipelineRun, thesis: Thesis, kept: list[HeuristicCitation] | None = None) -> int:
+    """Tie the run's citations that belong to no note (the debate's, the trader's) to its thesis:
+    its stored rows, or those ``citations_store`` kept for later."""
+    if kept is None:
+        return HeuristicCitation.objects.filter(run=run, note__isnull=True, thesis__isnull=True).update(thesis=thesis)
+    tied = [row for row in kept if row.note_id is None and row.thesis_id is None]
+    for row in tied:
+        row.thesis = thesis
+    return len(tied)

@@ -823,7 +823,7 @@ def _stage_risk(ctx: RunContext) -> RiskOutput:
             },
         )
         # The debate's and the trader's playbook citations are the thesis's.
-        citations_link_thesis(run=run, thesis=stored)
+        citations_link_thesis(run=run, thesis=stored, kept=ctx.buffer.citations if ctx.buffer else None)
     return RiskOutput(decision=summary)
 
 
@@ -902,6 +902,7 @@ def _analysts_rows(ctx: RunContext, output: AnalystsOutput) -> None:
         notes=records,
         fresh=fresh,
         heuristics=_heuristics(ctx.run),
+        kept=ctx.buffer.citations if ctx.buffer else None,
     )
 
 
@@ -941,6 +942,7 @@ def _debate_rows(ctx: RunContext, output: DebateOutput) -> None:
         active_codes=ctx.playbook_codes,
         fresh=_exclusive(),
         heuristics=_heuristics(ctx.run),
+        kept=ctx.buffer.citations if ctx.buffer else None,
     )
 
 
@@ -952,6 +954,7 @@ def _trader_rows(ctx: RunContext, output: TraderOutput) -> None:
         active_codes=ctx.playbook_codes,
         fresh=_exclusive(),
         heuristics=_heuristics(ctx.run),
+        kept=ctx.buffer.citations if ctx.buffer else None,
     )
 
 
@@ -1005,10 +1008,12 @@ class _StageBuffer:
     nobody can read them before the transaction commits, so instead of an insert when each stage
     starts and an update when it ends, each row is kept in memory with its own times and status
     and all are inserted in one statement when the run ends, as they would stand by then. Its
-    model calls wait for the run's end too (``flush``)."""
+    model calls wait for the run's end too (``flush``), and so do its playbook citations (tied to
+    their note as it is inserted, and to the thesis when the risk stage makes it)."""
 
     def __init__(self) -> None:
         self.rows: list[StageRun] = []
+        self.citations: list[HeuristicCitation] = []
 
     def start(self, run: PipelineRun, stage: str) -> StageRun:
         record = StageRun(
@@ -1026,6 +1031,9 @@ class _StageBuffer:
         rows, self.rows = self.rows, []
         if rows:
             StageRun.objects.bulk_create(rows)
+        citations, self.citations = self.citations, []
+        if citations:
+            HeuristicCitation.objects.bulk_create(citations)
 
 
 def _complete_stage(ctx: RunContext, record: StageRun, output: StageOutput) -> StageOutput:
