@@ -56,12 +56,20 @@ def neutralise(text: str) -> str:
     return without_markers.replace("<", "‹").replace(">", "›")
 
 
+# Both are pure and meet the same texts again and again (a run's memory block and playbook in each
+# of its prompts, a debate's points in each reply that restates them): each answer is kept.
+@functools.lru_cache(maxsize=4096)
 def contains_fence_marker(text: str) -> bool:
     return _NAME_ONLY.search(_strip_invisible(_decode(text))) is not None
 
 
 def fence(items: Sequence[str], *, max_item_chars: int = MAX_ITEM_CHARS) -> str:
     """Wrap feed items in one fenced block, one neutralised line per item."""
+    return _fenced(tuple(items), max_item_chars)
+
+
+@functools.lru_cache(maxsize=512)
+def _fenced(items: tuple[str, ...], max_item_chars: int) -> str:
     lines = [f"- {_one_line(neutralise(item), max_item_chars)}" for item in items if item.strip()]
     # Neutralise the joined body again: two items must not reassemble a marker across the join.
     body = neutralise("\n".join(lines))
