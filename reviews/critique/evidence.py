@@ -103,26 +103,38 @@ def _strategy_runs(strategy: Strategy, *, as_of: dt.date, is_replay: bool) -> li
 
 def _memory_ids(run_ids: list[int]) -> dict[int, tuple[int, ...]]:
     """The lessons each run recalled, as its context stage stored them."""
-    outputs = StageRun.objects.filter(run_id__in=run_ids, stage="context").values_list("run_id", "output")
+    # The one key read out of each stored output by the database: an output is the whole memory
+    # block and playbook the run was shown, and a critique reads those of every run in its lookback.
+    outputs = StageRun.objects.filter(run_id__in=run_ids, stage="context").values_list("run_id", "output__memory_ids")
     recalled: dict[int, tuple[int, ...]] = {}
-    for run_id, output in outputs:
-        ids = output.get("memory_ids", []) if isinstance(output, Mapping) else []
+    for run_id, stored in outputs:
+        ids = stored if isinstance(stored, list) else []
         recalled[run_id] = tuple(int(i) for i in ids if isinstance(i, int) and not isinstance(i, bool))
     return recalled
 
 
 def _load(strategy: Strategy, *, as_of: dt.date, is_replay: bool) -> Rows:
+    """The lookback's rows, without the texts and snapshots nothing here reads (a run's snapshot, a
+    note's evidence, a thesis's payload): a lookback holds hundreds of runs."""
     rows = Rows(strategy, as_of, is_replay, _strategy_runs(strategy, as_of=as_of, is_replay=is_replay))
     rows.universe = dict(strategy.universe.values_list("id", "symbol"))
     rows.pipeline_runs = list(
         PipelineRun.objects.filter(strategy_run__in=[run.pk for run in rows.strategy_runs], as_of__lte=as_of)
         .select_related("instrument")
+        .defer("used", "failure_reason")
         .order_by("as_of", "id")
     )
     run_ids = rows.run_ids
-    rows.notes = list(AnalystNoteRecord.objects.filter(run_id__in=run_ids).order_by("run_id", "role"))
-    rows.debates = list(DebateRecord.objects.filter(run_id__in=run_ids).order_by("run_id"))
-    rows.theses = list(Thesis.objects.filter(run_id__in=run_ids).select_related("instrument").order_by("id"))
+    rows.notes = list(
+        AnalystNoteRecord.objects.filter(run_id__in=run_ids).defer("evidence", "summary").order_by("run_id", "role")
+    )
+    rows.debates = list(DebateRecord.objects.filter(run_id__in=run_ids).defer("rationale").order_by("run_id"))
+    rows.theses = list(
+        Thesis.objects.filter(run_id__in=run_ids)
+        .select_related("instrument")
+        .defer("payload", "risk_checks", "warnings")
+        .order_by("id")
+    )
     rows.positions = list(
         Position.objects.filter(thesis__in=[t.pk for t in rows.theses], opened_on__lte=as_of)
         .select_related("instrument")
