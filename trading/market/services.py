@@ -79,10 +79,14 @@ def feature_bundle_for(*, instrument: Instrument, as_of: dt.date, source: Any = 
     data once. Raises ``NoPriceData`` when the instrument has no bar on or before that date."""
     source = source or selectors
     config = bundle_settings()
+    limit = int(settings.DESK["FEATURE_LOOKBACK_BARS"])
+    # A replay's cache computes the technical features of its whole window in one pass.
+    computed = getattr(source, "technical_features", None)
     return ensure_feature_bundle(
         symbol=instrument.symbol,
         as_of=as_of,
-        bars=source.bars_frame(instrument, as_of=as_of, limit=int(settings.DESK["FEATURE_LOOKBACK_BARS"])),
+        technical=computed(instrument, as_of=as_of, limit=limit) if computed is not None else None,
+        bars=source.bars_frame(instrument, as_of=as_of, limit=limit),
         news=source.news_inputs(instrument, as_of=as_of, lookback_days=config.news_lookback_days),
         fundamentals=source.fundamentals_input(instrument, as_of=as_of),
         macro=source.macro_readings(as_of=as_of, limit=int(settings.DESK["MACRO_LIMIT"])),

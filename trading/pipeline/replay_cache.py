@@ -24,8 +24,9 @@ from django.conf import settings
 
 from trading.market import selectors
 from trading.market.domain.adjust import ShareChange, adjust_frame
+from trading.market.domain.technical import technical_features_each
 from trading.models import CorporateAction, DailyBar, FundamentalsSnapshot, Instrument, MacroIndicator, NewsItem
-from vocabulary.features import FundamentalsInput, MacroReading, NewsInput
+from vocabulary.features import FundamentalsInput, MacroReading, NewsInput, TechnicalFeatures
 
 BAR_COLUMNS = selectors.BAR_COLUMNS
 
@@ -59,6 +60,7 @@ class ReplayCache:
         self._macro = self._read_macro()
         self._others: list[Instrument] | None = None
         self._symbols: list[tuple[int, str]] | None = None
+        self._technical: dict[tuple[int, int], dict[dt.date, TechnicalFeatures | None]] = {}
 
     # --- reading once -------------------------------------------------------------------------
 
@@ -191,6 +193,19 @@ class ReplayCache:
 
     def desk_tz(self) -> ZoneInfo:
         return self.tz
+
+    def technical_features(self, instrument: Instrument, *, as_of: dt.date, limit: int) -> TechnicalFeatures | None:
+        """``technical_features`` of ``bars_frame(instrument, as_of=as_of, limit=limit)``, from one
+        pass over every day of the window with a bar (made at the instrument's first question, and
+        each day's frame still cut at that day); None when the pass did not hold the day, or its
+        frame would be refused: the caller then computes them from the frame itself."""
+        key = (instrument.pk, limit)
+        if key not in self._technical:
+            held = self._bars.get(instrument.pk)
+            days = [] if held is None else [day for day in held.dates if self.start <= day <= self.end]
+            frames = [self.bars_frame(instrument, as_of=day, limit=limit) for day in days]
+            self._technical[key] = dict(zip(days, technical_features_each(frames), strict=True))
+        return self._technical[key].get(as_of)
 
     def active_others(self, instrument: Instrument) -> list[Instrument]:
         """The other active instruments (the pooled forecast residuals read their bars)."""

@@ -12,7 +12,7 @@ import pytest
 import ta
 
 from trading.market.domain.indicators import universe_indicators
-from trading.market.domain.technical import BAR_COLUMNS, technical_features
+from trading.market.domain.technical import BAR_COLUMNS, technical_features, technical_features_each
 
 # A hand-built month: a slide to a clear low on bar 8, a rally to a clear high on bar 15, then a
 # drift lower. Last bar: opens at 106 above the previous close of 104, closes at 105.
@@ -233,3 +233,21 @@ def test_non_numeric_values_are_rejected() -> None:
     frame.iloc[3, frame.columns.get_loc("close")] = "n/a"
     with pytest.raises(ValueError, match="close must be numeric"):
         technical_features(frame)
+
+
+def test_many_frames_in_one_pass_give_each_frame_its_own_features_exactly() -> None:
+    # A replay's window: every day's frame of the same lookback (one length), frames of the
+    # early days (shorter), one frame cut through a gap in the history, and one that is refused.
+    history = random_walk_frame(500, seed=3)
+    frames = [history.iloc[max(0, stop - 300) : stop] for stop in range(60, 501, 7)]
+    broken = history.iloc[:80].copy()
+    broken.iloc[40, broken.columns.get_loc("close")] = math.nan
+    frames += [history.iloc[:1], broken]
+
+    each = technical_features_each(frames)
+
+    assert each[-1] is None  # technical_features refuses it: the caller computes (and degrades) alone
+    assert len({len(frame) for frame in frames[:-1]}) > 2
+    for frame, features in zip(frames[:-1], each[:-1], strict=True):
+        assert features is not None
+        assert features.model_dump() == technical_features(frame).model_dump()  # equal, not close

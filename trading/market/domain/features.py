@@ -115,7 +115,10 @@ def build_feature_bundle(
     tz: dt.tzinfo = dt.UTC,
     config: BundleSettings | None = None,
     universe_residuals: UniverseResiduals | None = None,
+    technical: TechnicalFeatures | None = None,
 ) -> FeatureBundle:
+    """``technical``: ``technical_features`` of the history cut at the day, when the caller has
+    computed it already (a replay computes every day of its window in one pass)."""
     config = config or BundleSettings()
     history = _bars_as_of(bars, as_of)
     if history.empty:
@@ -124,7 +127,7 @@ def build_feature_bundle(
     return FeatureBundle(
         symbol=symbol,
         as_of=as_of,
-        technical=technical_features(history),
+        technical=technical if technical is not None else technical_features(history),
         news=news_block,
         sentiment=sentiment_features(news_block),
         fundamentals=fundamental_features(fundamentals if fundamentals and fundamentals.as_of <= as_of else None),
@@ -207,6 +210,7 @@ def ensure_feature_bundle(
     tz: dt.tzinfo = dt.UTC,
     config: BundleSettings | None = None,
     universe_residuals: UniverseResiduals | None = None,
+    technical: TechnicalFeatures | None = None,
 ) -> FeatureBundle:
     """Always return a bundle when any price exists; raise ``NoPriceData`` when none does."""
     try:
@@ -220,6 +224,7 @@ def ensure_feature_bundle(
             tz=tz,
             config=config,
             universe_residuals=universe_residuals,
+            technical=technical,
         )
     except NoPriceData:
         raise

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from collections import defaultdict
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -54,13 +56,41 @@ def technical_features(bars: pd.DataFrame) -> TechnicalFeatures:
     """
     columns = _validated_columns(bars)
     series = universe_indicators(*(columns[name][np.newaxis, :] for name in BAR_COLUMNS))
-    last = {name: _number_or_none(values[0, -1]) for name, values in series.items()}
+    return _features_of_row(bars, columns, series, 0)
+
+
+def technical_features_each(frames: Sequence[pd.DataFrame]) -> list[TechnicalFeatures | None]:
+    """``technical_features`` of each frame, or None for one it would refuse (``ValueError``).
+
+    The frames of one length go through the universe code together, one row each: the same maths
+    row by row, so each result is the one its frame alone gives (a replay's sameness test holds
+    them to it), at a fraction of the cost of one call per frame."""
+    valid: dict[int, dict[str, np.ndarray]] = {}
+    for index, frame in enumerate(frames):
+        try:
+            valid[index] = _validated_columns(frame)
+        except ValueError:
+            continue
+    by_length: dict[int, list[int]] = defaultdict(list)
+    for index, columns in valid.items():
+        by_length[len(columns["close"])].append(index)
+    features: list[TechnicalFeatures | None] = [None] * len(frames)
+    for indexes in by_length.values():
+        series = universe_indicators(*(np.stack([valid[index][name] for index in indexes]) for name in BAR_COLUMNS))
+        for row, index in enumerate(indexes):
+            features[index] = _features_of_row(frames[index], valid[index], series, row)
+    return features
+
+
+def _features_of_row(
+    bars: pd.DataFrame, columns: dict[str, np.ndarray], series: dict[str, np.ndarray], row: int
+) -> TechnicalFeatures:
     return TechnicalFeatures(
         as_of=_as_date(bars.index[-1]),
         bars_used=len(bars),
         last_close=float(columns["close"][-1]),
         last_volume=float(columns["volume"][-1]),
-        **last,
+        **{name: _number_or_none(values[row, -1]) for name, values in series.items()},
     )
 
 
