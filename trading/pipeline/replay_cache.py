@@ -60,7 +60,12 @@ class ReplayCache:
         self._macro = self._read_macro()
         self._others: list[Instrument] | None = None
         self._symbols: list[tuple[int, str]] | None = None
+        # Every instrument's technical features over the window, in one pass each: part of reading
+        # the window, before its first day (a later question with another lookback makes its own).
         self._technical: dict[tuple[int, int], dict[dt.date, TechnicalFeatures | None]] = {}
+        lookback = int(settings.DESK["FEATURE_LOOKBACK_BARS"])
+        for instrument in self.instruments:
+            self._technical_pass(instrument, lookback)
 
     # --- reading once -------------------------------------------------------------------------
 
@@ -196,16 +201,19 @@ class ReplayCache:
 
     def technical_features(self, instrument: Instrument, *, as_of: dt.date, limit: int) -> TechnicalFeatures | None:
         """``technical_features`` of ``bars_frame(instrument, as_of=as_of, limit=limit)``, from one
-        pass over every day of the window with a bar (made at the instrument's first question, and
-        each day's frame still cut at that day); None when the pass did not hold the day, or its
-        frame would be refused: the caller then computes them from the frame itself."""
+        pass over every day of the window with a bar (each day's frame still cut at that day);
+        None when the pass did not hold the day, or its frame would be refused: the caller then
+        computes them from the frame itself."""
+        return self._technical_pass(instrument, limit).get(as_of)
+
+    def _technical_pass(self, instrument: Instrument, limit: int) -> dict[dt.date, TechnicalFeatures | None]:
         key = (instrument.pk, limit)
         if key not in self._technical:
             held = self._bars.get(instrument.pk)
             days = [] if held is None else [day for day in held.dates if self.start <= day <= self.end]
             frames = [self.bars_frame(instrument, as_of=day, limit=limit) for day in days]
             self._technical[key] = dict(zip(days, technical_features_each(frames), strict=True))
-        return self._technical[key].get(as_of)
+        return self._technical[key]
 
     def active_others(self, instrument: Instrument) -> list[Instrument]:
         """The other active instruments (the pooled forecast residuals read their bars)."""
