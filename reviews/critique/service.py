@@ -51,6 +51,7 @@ from agents.roles.critic import CritiqueDirective, critique_request, settle, wri
 from reviews.critique.actions import DEFAULT_MAX_GAP, actions_check, empirical_win_rate
 from reviews.critique.archive import archive_critique
 from reviews.critique.evidence import evidence_pack
+from reviews.critique.signal_ics import ic_windows_kept
 from reviews.domain.critique_grounding import GroundingCheck, check_grounding
 from reviews.domain.escalation import EscalationResult, escalate, past_critique
 from reviews.models import Critique, CritiqueAction
@@ -100,6 +101,11 @@ class _Issued:
 def critique_run(critique_id: int) -> Critique:
     """Run critique ``critique_id`` (see the module): claimed once, finished once, a DONE one returned
     untouched. Raises ``Critique.DoesNotExist`` for an unknown id and a database error for a retry."""
+    with ic_windows_kept():
+        return _critique_run(critique_id)
+
+
+def _critique_run(critique_id: int) -> Critique:
     critique, attempt = _claim(critique_id)
     if attempt is None:
         return critique

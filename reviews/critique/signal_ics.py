@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,12 +26,28 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 
 from agents.roles.trader import HORIZON_SESSIONS
-from reviews.domain.signal_ic import SignalICResult, forward_returns, observations, rank_ics, research_ics
+from reviews.domain.signal_ic import (
+    READ_BLOCKS,
+    READ_FIELDS,
+    SignalICResult,
+    forward_returns,
+    observations,
+    rank_ics,
+    research_ics,
+)
 from reviews.models import SignalIC
 from trading.audit import audit_record
 from trading.models import DailyBar, FeatureSnapshot, StageRun, Strategy, Thesis
 
-__all__ = ["ICWindow", "critique_number", "ics_from_rows", "signal_ics_log", "strategy_horizon", "strategy_rank_ics"]
+__all__ = [
+    "ICWindow",
+    "critique_number",
+    "ic_windows_kept",
+    "ics_from_rows",
+    "signal_ics_log",
+    "strategy_horizon",
+    "strategy_rank_ics",
+]
 
 
 def critique_number(name: str) -> float:
@@ -93,13 +111,21 @@ def _closes(instrument_ids: list[int], start: dt.date, as_of: dt.date) -> dict[s
 
 
 def _bundles(instrument_ids: list[int], start: dt.date, as_of: dt.date) -> dict[tuple[str, dt.date], Any]:
-    """The latest stored bundle of each instrument's day (a later recomputation wins)."""
+    """The latest stored bundle of each instrument's day (a later recomputation wins), as much of
+    it as the signals read (``READ_BLOCKS``, ``READ_FIELDS``), cut out by the database."""
+    parts = [f"bundle__{block}" for block in READ_BLOCKS] + [f"bundle__{block}__{name}" for block, name in READ_FIELDS]
     rows = (
         FeatureSnapshot.objects.filter(instrument_id__in=instrument_ids, as_of__gte=start, as_of__lte=as_of)
         .order_by("instrument_id", "as_of", "computed_at", "id")
-        .values_list("instrument__symbol", "as_of", "bundle")
+        .values_list("instrument__symbol", "as_of", *parts)
     )
-    return {(symbol, day): bundle for symbol, day, bundle in rows}
+    bundles: dict[tuple[str, dt.date], Any] = {}
+    for symbol, day, *values in rows:
+        blocks = dict(zip(READ_BLOCKS, values[: len(READ_BLOCKS)], strict=True))
+        for (block, name), value in zip(READ_FIELDS, values[len(READ_BLOCKS) :], strict=True):
+            blocks.setdefault(block, {})[name] = value
+        bundles[(symbol, day)] = blocks
+    return bundles
 
 
 def ics_from_rows(
@@ -133,9 +159,33 @@ def _research_readings(
     return readings
 
 
+_kept: ContextVar[dict[tuple[int, dt.date, bool, int | None], ICWindow] | None] = ContextVar("ic_windows", default=None)
+
+
+@contextmanager
+def ic_windows_kept() -> Iterator[None]:
+    """Within, ``strategy_rank_ics`` computes each window once: a critique asks for the same one
+    for its evidence and again for its action checks, and writes none of what it reads between."""
+    token = _kept.set({})
+    try:
+        yield
+    finally:
+        _kept.reset(token)
+
+
 def strategy_rank_ics(strategy: Strategy, *, as_of: dt.date, is_replay: bool, horizon: int | None = None) -> ICWindow:
     """Every signal's rank IC for the strategy's universe as of ``as_of`` (nothing written): the
     desk's features, and the research signals a person attached to the strategy, as its runs read them."""
+    kept = _kept.get()
+    if kept is None:
+        return _rank_ics(strategy, as_of=as_of, is_replay=is_replay, horizon=horizon)
+    key = (strategy.pk, as_of, is_replay, horizon)
+    if key not in kept:
+        kept[key] = _rank_ics(strategy, as_of=as_of, is_replay=is_replay, horizon=horizon)
+    return kept[key]
+
+
+def _rank_ics(strategy: Strategy, *, as_of: dt.date, is_replay: bool, horizon: int | None) -> ICWindow:
     horizon = horizon or strategy_horizon(strategy, as_of=as_of, is_replay=is_replay)
     instrument_ids = list(strategy.universe.values_list("id", flat=True))
     start = _window_start(instrument_ids, as_of=as_of, sessions=_lookback() + horizon)

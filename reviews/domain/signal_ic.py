@@ -32,6 +32,8 @@ __all__ = [
     "CITATION_FAMILY",
     "FAMILIES",
     "MIN_IC_OBSERVATIONS",
+    "READ_BLOCKS",
+    "READ_FIELDS",
     "ROLE_FAMILY",
     "SIGNALS",
     "Observation",
@@ -179,6 +181,13 @@ CITATION_FAMILY: dict[str, str] = {
 
 # The family an analyst's note speaks for; the technical analyst's depends on what it cites.
 ROLE_FAMILY: dict[str, str] = {"news": "news", "sentiment": "sentiment", "fundamental": "fundamentals"}
+
+
+# What the signals read of a stored bundle: these blocks whole, and these fields of others. A
+# critique reads a bundle for every instrument and day of its window; the rest of it (headlines,
+# macro readings, warnings) is most of its size and no signal's input.
+READ_BLOCKS: tuple[str, ...] = ("technical", "fundamentals", "sentiment", "forecast")
+READ_FIELDS: tuple[tuple[str, str], ...] = (("news", "net_sentiment"),)
 
 
 def signal_readings(bundle: Bundle) -> dict[str, float]:

@@ -268,3 +268,25 @@ def test_each_thesis_carries_the_atr_of_the_bundle_its_run_was_shown():
     assert theses and all(isinstance(fact.atr, float) for fact in theses)
     assert {fact.run_id: fact.atr for fact in theses} == {fact.run_id: shown[fact.run_id] for fact in theses}
     assert len(set(shown.values())) > 1  # the figures differ run to run: a constant would not pass
+
+
+def test_a_critique_computes_its_rank_ic_window_once_for_its_evidence_and_its_action_checks():
+    from reviews.critique.signal_ics import ic_windows_kept, strategy_rank_ics
+
+    built = strategy_trajectory(narrative=True)
+    with CaptureQueriesContext(connection) as alone:
+        first = strategy_rank_ics(built.strategy, as_of=built.as_of, is_replay=False)
+    assert len(alone.captured_queries) > 0
+
+    with ic_windows_kept():
+        kept = strategy_rank_ics(built.strategy, as_of=built.as_of, is_replay=False)
+        with CaptureQueriesContext(connection) as again:
+            asked_again = strategy_rank_ics(built.strategy, as_of=built.as_of, is_replay=False)
+            other_day = strategy_rank_ics(built.strategy, as_of=built.days[20], is_replay=False)
+
+    assert asked_again is kept and kept == first
+    assert len(again.captured_queries) == len(alone.captured_queries)  # only the other day's window was read
+    assert other_day != kept
+    with CaptureQueriesContext(connection) as outside:
+        strategy_rank_ics(built.strategy, as_of=built.as_of, is_replay=False)
+    assert len(outside.captured_queries) == len(alone.captured_queries)  # outside a critique: read afresh

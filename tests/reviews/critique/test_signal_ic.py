@@ -11,6 +11,8 @@ import pytest
 from reviews.domain.signal_ic import (
     CITATION_FAMILY,
     FAMILIES,
+    READ_BLOCKS,
+    READ_FIELDS,
     SIGNALS,
     Observation,
     average_ranks,
@@ -123,6 +125,40 @@ def test_signal_readings_read_what_the_bundle_has_and_skip_what_it_lacks():
     assert "macd_hist_pct" not in readings and "forecast_move_pct" not in readings
     assert signal_readings({}) == {}
     assert signal_readings({"technical": "not a block", "forecast": None}) == {}
+
+
+class _Seen(dict):
+    """A bundle block that notes each key read from it."""
+
+    def __init__(self, path: str, seen: set[str], values: dict) -> None:
+        super().__init__(values)
+        self.path, self.seen = path, seen
+
+    def get(self, key, default=None):
+        self.seen.add(f"{self.path}{key}")
+        return super().get(key, default)
+
+    def __getitem__(self, key):
+        self.seen.add(f"{self.path}{key}")
+        return super().__getitem__(key)
+
+
+def test_the_signals_read_only_the_parts_of_a_bundle_a_critique_loads():
+    # A critique loads of each stored bundle only READ_BLOCKS whole and READ_FIELDS: a signal that
+    # read anything else would silently read nothing there.
+    seen: set[str] = set()
+    blocks = {"technical", "fundamentals", "sentiment", "forecast", "news", "macro", "warnings"}
+    number_fields = [*{"last_close", "atr_14", "rsi_14", "sma_20", "sma_50", "sma_200", "ema_20", "macd_hist"},
+                     "bb_upper", "bb_middle", "bb_lower", "pe", "revenue_growth_pct", "net_margin_pct",
+                     "expected_move_pct", "net_sentiment", "news_sentiment", "volume_vs_avg"]  # fmt: skip
+    bundle = _Seen("", seen, {name: _Seen(f"{name}.", seen, dict.fromkeys(number_fields, 1.5)) for name in blocks})
+
+    assert signal_readings(bundle)  # it read something
+    whole = {f"{block}." for block in READ_BLOCKS}
+    fields = {f"{block}.{name}" for block, name in READ_FIELDS}
+    read = {path for path in seen if "." in path}
+    assert {path for path in read if not path.startswith(tuple(whole))} <= fields
+    assert {path for path in seen if "." not in path} <= set(READ_BLOCKS) | {block for block, _ in READ_FIELDS}
 
 
 def test_every_signal_and_cited_indicator_has_a_known_family():
