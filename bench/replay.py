@@ -144,6 +144,7 @@ def timed_steps(strict: bool) -> Iterator[StepTimes]:
     times.wrap(approvals, "thesis_staleness", "staleness check")
     times.wrap(broker, "order_place", "order placement")
     times.wrap(replay, "strategy_run_decide", "decision")
+    times.wrap(replay, "strategy_run_open", "critique pre-step")
     try:
         yield times
     finally:
@@ -267,6 +268,8 @@ class ReplayRecord:
     # Per replay day: the mean input tokens of its model calls and its risk-approved theses.
     tokens_by_day: dict[dt.date, float] = field(default_factory=dict)
     approvable_by_day: Counter[dt.date] = field(default_factory=Counter)
+    # Per replay day: the critiques its pre-step ran (each reads a lookback of strategy runs).
+    critiques_by_day: Counter[dt.date] = field(default_factory=Counter)
 
     def stage_total(self, stage: str) -> float:
         return sum(stages.get(stage, 0.0) for stages in self.stages_by_run.values())
@@ -276,7 +279,7 @@ def read_record(strategy: object) -> ReplayRecord:
     from django.db.models import Avg
 
     from agents.models import ModelCall
-    from reviews.models import TradeReview
+    from reviews.models import Critique, TradeReview
     from trading.book.accounts import replay_account
     from trading.models import Order, PipelineRun, Position, StageRun, Thesis
 
@@ -305,6 +308,9 @@ def read_record(strategy: object) -> ReplayRecord:
             .values_list("run__as_of", "tokens")
         ),
         approvable_by_day=Counter(theses.filter(risk_approved=True).values_list("run__as_of", flat=True)),
+        critiques_by_day=Counter(
+            Critique.objects.filter(strategy=strategy, is_replay=True).values_list("as_of", flat=True)
+        ),
     )
 
 
@@ -403,10 +409,13 @@ def print_split(result: ReplayResult, record: ReplayRecord) -> None:
     for label in ("staleness check", "order placement"):
         print(share_line(label, seconds[label], wall, calls[label], indent=4))
     print(share_line("decision (strategy_run_decide)", seconds["decision"], wall, calls["decision"]))
-    timed = sum(seconds[k] for k in ("setup", "book pass", "pipeline_run_create")) + execute
+    critiques = sum(record.critiques_by_day.values())
+    pre_step = seconds["critique pre-step"]
+    print(share_line(f"critique pre-step ({critiques} critiques)", pre_step, wall, calls["critique pre-step"]))
+    timed = sum(seconds[k] for k in ("setup", "book pass", "pipeline_run_create", "critique pre-step")) + execute
     timed += seconds["approvals"] + seconds["decision"]
     print(share_line("rest of the loop", wall - timed, wall))
-    print("  (rest: the day's strategy run row, one bar-exists query per instrument, the thesis fetch, the policy)")
+    print("  (rest: the day's strategy run row and transaction, the approval window, the thesis fetch, the policy)")
 
 
 def tenths(values: list[float]) -> tuple[float, float]:
@@ -609,12 +618,16 @@ def month_means(day_seconds: list[float]) -> tuple[float, float]:
 
 
 def print_months(result: ReplayResult, record: ReplayRecord, sessions: list[dt.date]) -> None:
-    """Month by month (21 sessions each): ms per session, the model calls' mean input tokens and the
-    risk-approved theses (each one an approval to try). A cost that grows with the stored history
-    climbs month after month; one that follows the replay's own state (its memory filling up to the
-    recall limit, the critique's lookback filling, the market giving more setups) levels off or
-    moves with it."""
-    print("\nMonth by month (21 sessions each): ms per session / mean input tokens per call / risk-approved theses")
+    """Month by month (21 sessions each): ms per session, the model calls' mean input tokens, the
+    risk-approved theses (each one an approval to try) and the critiques run (each reads its
+    lookback of strategy runs). A cost that grows with the stored history climbs month after month;
+    one that follows the replay's own state (its memory filling up to the recall limit, the
+    critique's lookback filling and its cadence, the market giving more setups) levels off or moves
+    with it."""
+    print(
+        "\nMonth by month (21 sessions each): ms per session / mean input tokens per call / risk-approved theses"
+        " / critiques"
+    )
     cells = []
     for start in range(0, len(sessions), SESSIONS_PER_MONTH):
         days = sessions[start : start + SESSIONS_PER_MONTH]
@@ -622,9 +635,10 @@ def print_months(result: ReplayResult, record: ReplayRecord, sessions: list[dt.d
         tokens = [record.tokens_by_day[day] for day in days if day in record.tokens_by_day]
         mean_tokens = sum(tokens) / len(tokens) if tokens else 0.0
         approvable = sum(record.approvable_by_day[day] for day in days)
-        cells.append(f"{1000 * sum(seconds) / len(seconds):.0f}/{mean_tokens:,.0f}/{approvable}")
+        critiques = sum(record.critiques_by_day[day] for day in days)
+        cells.append(f"{1000 * sum(seconds) / len(seconds):.0f}/{mean_tokens:,.0f}/{approvable}/{critiques}")
     for start in range(0, len(cells), 6):
-        print("  " + "  ".join(f"{cell:>16}" for cell in cells[start : start + 6]))
+        print("  " + "  ".join(f"{cell:>18}" for cell in cells[start : start + 6]))
 
 
 def print_comparison(results: dict[str, ReplayResult], records: dict[str, ReplayRecord]) -> None:
