@@ -58,7 +58,7 @@ def neutralise(text: str) -> str:
 
 # Both are pure and meet the same texts again and again (a run's memory block and playbook in each
 # of its prompts, a debate's points in each reply that restates them): each answer is kept.
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=1024)
 def contains_fence_marker(text: str) -> bool:
     return _NAME_ONLY.search(_strip_invisible(_decode(text))) is not None
 
