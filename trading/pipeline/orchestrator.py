@@ -232,9 +232,10 @@ def pipeline_run_create(
         raise ValueError(f"unknown provider {provider!r}; choose one of {', '.join(PROVIDERS)}")
     require_priced(provider)
     mode = _replay_runs.get()
+    # Made in a replay day's transaction, where nobody else can see it: inserted as its first
+    # attempt's claim (``_take_fresh``) leaves it, instead of inserted queued, claimed and read.
     claimed = mode is not None and mode.exclusive and is_replay and settings.RUN_MAX_ATTEMPTS >= 1
     lease = ExclusiveLease(run_id=0, owner=attempt_owner(), seconds=settings.RUN_LEASE_SECONDS) if claimed else None
-    now = timezone.now()
     run = PipelineRun.objects.create(
         instrument=instrument,
         as_of=as_of,
@@ -242,20 +243,7 @@ def pipeline_run_create(
         created_by=user if user and user.is_authenticated else None,
         strategy_run=strategy_run,
         is_replay=is_replay,
-        # Made in a replay day's transaction, where nobody else can see it: inserted as its first
-        # attempt's claim (``_take_fresh``) leaves it, instead of inserted queued, claimed and read.
-        **(
-            {
-                "status": PipelineRun.Status.RUNNING,
-                "started_at": now,
-                "enqueued_at": now,
-                "attempts": 1,
-                "lease_owner": lease.owner,
-                "lease_expires_at": lease.expiry(now),
-            }
-            if lease is not None
-            else {}
-        ),
+        **(_claimed_by(lease) if lease is not None else {}),
     )
     if mode is not None and lease is not None:
         mode.made[run.pk] = (run, dataclasses.replace(lease, run_id=run.pk))
@@ -267,6 +255,19 @@ def pipeline_run_create(
         details={"symbol": instrument.symbol, "as_of": as_of.isoformat(), "provider": provider},
     )
     return run
+
+
+def _claimed_by(lease: RunLease) -> dict[str, Any]:
+    """A run's fields as its first attempt's claim leaves them, held by ``lease``."""
+    now = timezone.now()
+    return {
+        "status": PipelineRun.Status.RUNNING,
+        "started_at": now,
+        "enqueued_at": now,
+        "attempts": 1,
+        "lease_owner": lease.owner,
+        "lease_expires_at": lease.expiry(now),
+    }
 
 
 def _claim(run_id: int, lease: RunLease) -> PipelineRun | None:
