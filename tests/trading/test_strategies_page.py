@@ -192,3 +192,15 @@ def test_the_state_json_carries_progress_performance_and_run_links(client, viewe
             "thesis_label": "LONG · 0.65",
         }
     ]
+
+
+def test_a_finished_replay_says_nothing_is_left_only_through_the_api(client, viewer, strategy):
+    job = ReplayJob.objects.create(strategy=strategy, start=dt.date(2024, 3, 1), end=dt.date(2024, 3, 8), days_total=6)
+    ReplayJob.objects.filter(pk=job.pk).update(status=ReplayJob.Status.FINISHED, days_done=6)
+    client.force_login(viewer)
+
+    html = client.get(reverse("strategy_list")).content.decode()
+    [mine] = client.get(reverse("strategy_state")).json()["strategies"]
+
+    assert "6 / 6 sessions" in html and " left" not in html
+    assert mine["job"]["eta_label"] == "" and mine["job"]["eta_seconds"] == 0.0

@@ -70,7 +70,8 @@ def _job_json(job: ReplayJob) -> dict[str, Any]:
     return {
         **progress,
         "percent_label": f"{progress['percent']:.1f}%",
-        "eta_label": "" if eta is None else _duration(eta),
+        # Only while it runs: a finished job has nothing left (its 0 s is for the API's readers).
+        "eta_label": _duration(eta) if eta is not None and job.status == ReplayJob.Status.RUNNING else "",
         "window": f"{job.start:%d %b %Y} – {job.end:%d %b %Y}",
         "policy": job.policy,
         "provider": job.provider,
