@@ -9,6 +9,11 @@ the universe's daily bars — in a fixed number of queries (none per row). Nothi
 ``as_of`` is read: a position closed later is still open here, at its last mark on or before the
 date. The arithmetic is pure (``reviews.domain.loops``, ``reviews.domain.signal_ic``).
 
+What a finished run contributes (its notes, debate, theses, recalled lessons and citations) does
+not change, so the process keeps it from one pack of a strategy to the next and reads only the runs
+that are new or have changed since (``_Carried``): a replay's critiques then cost the days between
+them, not the whole lookback each time.
+
 The pack (JSON-able) holds the five dimensions of the review, the seven loop findings, an ``ids``
 map of every row id it names (by kind) and a flat ``figures`` map ``{dotted.name: number}`` of every
 number in it: the reference the grounding check holds the critic's citations against.
@@ -18,6 +23,8 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -25,7 +32,7 @@ from typing import Any
 
 from django.conf import settings
 
-from agents.models import MemoryEntry
+from agents.models import Heuristic, MemoryEntry
 from agents.recording import memory_scopes
 from reviews.critique.signal_ics import ICWindow, critique_number, strategy_rank_ics
 from reviews.domain.loops import (
@@ -63,36 +70,100 @@ from trading.models import (
     Thesis,
 )
 
-__all__ = ["evidence_pack", "flat_figures", "load_trajectory"]
+__all__ = ["evidence_forget", "evidence_pack", "flat_figures", "load_trajectory"]
 
 
 # --- loading ---------------------------------------------------------------------------------
 
+# A run in one of these states has finished: its notes, debate, theses, context and citations are
+# written and stay as they are (a retried run starts again with a new attempt, so a new mark).
+_FINISHED = frozenset({"completed", "degraded", "failed", "held"})
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """One pipeline run of the lookback, and the mark that says it has not changed since it was
+    read: its state, its attempts and when it was made and finished."""
+
+    id: int
+    as_of: dt.date
+    strategy_run_id: int | None
+    symbol: str
+    feature_snapshot_id: int | None
+    mark: tuple[Any, ...]
+
+    @property
+    def finished(self) -> bool:
+        return self.mark[0] in _FINISHED
+
+
+@dataclass(frozen=True)
+class RunPart:
+    """What one pipeline run adds to a pack, as facts: its analysts' notes (by role), its debate's
+    decision, its theses (each with the account it was sized for), the lessons it recalled and the
+    heuristics it cited and had accepted (code and heuristic id, by code; a heuristic's status is
+    read afresh for each pack, since a review can demote it)."""
+
+    run_id: int
+    notes: tuple[NoteFact, ...] = ()
+    decision: DecisionFact | None = None
+    theses: tuple[tuple[ThesisFact, int], ...] = ()
+    memory_ids: tuple[int, ...] = ()
+    citations: tuple[tuple[str, int | None], ...] = ()
+
 
 @dataclass
 class Rows:
-    """The stored rows one pack reads, loaded once."""
+    """The stored rows one pack reads: the lookback's strategy runs and pipeline runs, each run's
+    part, and the positions of its theses."""
 
     strategy: Strategy
     as_of: dt.date
     is_replay: bool
     strategy_runs: list[StrategyRun]
-    pipeline_runs: list[PipelineRun] = field(default_factory=list)
-    notes: list[AnalystNoteRecord] = field(default_factory=list)
-    debates: list[DebateRecord] = field(default_factory=list)
-    theses: list[Thesis] = field(default_factory=list)
+    runs: list[RunRow] = field(default_factory=list)
+    parts: dict[int, RunPart] = field(default_factory=dict)
     positions: list[Position] = field(default_factory=list)
-    memory_ids: dict[int, tuple[int, ...]] = field(default_factory=dict)
-    citations: list[tuple[int, str, str]] = field(default_factory=list)
+    statuses: dict[int, str] = field(default_factory=dict)
     universe: dict[int, str] = field(default_factory=dict)
 
     @property
     def run_ids(self) -> list[int]:
-        return [run.pk for run in self.pipeline_runs]
+        return [run.id for run in self.runs]
 
     @property
     def first_day(self) -> dt.date | None:
         return min((run.as_of for run in self.strategy_runs), default=None)
+
+    def _in_run_order(self) -> list[RunPart]:
+        return [self.parts[run_id] for run_id in sorted(self.parts)]
+
+    @property
+    def notes(self) -> list[NoteFact]:
+        """By run and role, as the database orders them."""
+        return [note for part in self._in_run_order() for note in part.notes]
+
+    @property
+    def decisions(self) -> list[DecisionFact]:
+        return [part.decision for part in self._in_run_order() if part.decision is not None]
+
+    @property
+    def theses(self) -> list[tuple[ThesisFact, int]]:
+        """Each thesis with its account, by id."""
+        return sorted((pair for part in self.parts.values() for pair in part.theses), key=lambda pair: pair[0].id)
+
+    @property
+    def memory_ids(self) -> dict[int, tuple[int, ...]]:
+        return {run_id: part.memory_ids for run_id, part in self.parts.items()}
+
+    @property
+    def citations(self) -> list[tuple[int, str, str | None]]:
+        """Accepted citations as (run, code, the heuristic's status now), by run and code."""
+        return [
+            (part.run_id, code, None if heuristic is None else self.statuses.get(heuristic))
+            for part in self._in_run_order()
+            for code, heuristic in part.citations
+        ]
 
 
 def _strategy_runs(strategy: Strategy, *, as_of: dt.date, is_replay: bool) -> list[StrategyRun]:
@@ -101,11 +172,31 @@ def _strategy_runs(strategy: Strategy, *, as_of: dt.date, is_replay: bool) -> li
     return sorted(latest.order_by("-as_of", "-id")[:lookback], key=lambda run: (run.as_of, run.pk))
 
 
+def _run_rows(strategy_runs: list[StrategyRun], as_of: dt.date) -> list[RunRow]:
+    runs = (
+        PipelineRun.objects.filter(strategy_run__in=[run.pk for run in strategy_runs], as_of__lte=as_of)
+        .order_by("as_of", "id")
+        .values_list(
+            "id",
+            "as_of",
+            "strategy_run_id",
+            "instrument__symbol",
+            "feature_snapshot_id",
+            "status",
+            "attempts",
+            "created_at",
+            "finished_at",
+        )
+    )
+    return [RunRow(*row[:5], mark=tuple(row[5:])) for row in runs]
+
+
 def _memory_ids(run_ids: list[int]) -> dict[int, tuple[int, ...]]:
     """The lessons each run recalled, as its context stage stored them."""
     # The one key read out of each stored output by the database: an output is the whole memory
     # block and playbook the run was shown, and a critique reads those of every run in its lookback.
-    outputs = StageRun.objects.filter(run_id__in=run_ids, stage="context").values_list("run_id", "output__memory_ids")
+    context = StageRun.objects.filter(run_id__in=run_ids, stage="context").order_by()  # no join for an order
+    outputs = context.values_list("run_id", "output__memory_ids")
     recalled: dict[int, tuple[int, ...]] = {}
     for run_id, stored in outputs:
         ids = stored if isinstance(stored, list) else []
@@ -113,39 +204,219 @@ def _memory_ids(run_ids: list[int]) -> dict[int, tuple[int, ...]]:
     return recalled
 
 
+def _atr_by_run(runs: Iterable[RunRow]) -> dict[int, float | None]:
+    """ATR(14) of the bundle each thesis's run was shown (the run's own feature snapshot)."""
+    snapshot_of = {run.id: run.feature_snapshot_id for run in runs if run.feature_snapshot_id}
+    # The one figure read out of each stored bundle by the database: a bundle is a few kilobytes of
+    # JSON, and a critique reads the bundles of every thesis in its lookback.
+    values = dict(
+        FeatureSnapshot.objects.filter(id__in=set(snapshot_of.values())).values_list("id", "bundle__technical__atr_14")
+    )
+    atr: dict[int, float | None] = {}
+    for run_id, snapshot_id in snapshot_of.items():
+        value = values.get(snapshot_id)
+        atr[run_id] = float(value) if is_number(value) else None
+    return atr
+
+
+def _note_fact(
+    pk: int,
+    run_id: int,
+    role: str,
+    stance: Decimal,
+    confidence: Decimal,
+    abstained: bool,
+    citations: Any,
+    verified: int,
+    mismatches: int,
+) -> NoteFact:
+    cited = tuple(str(c.get("name")) for c in citations or () if isinstance(c, Mapping) and c.get("name"))
+    return NoteFact(
+        id=pk,
+        run_id=run_id,
+        role=role,
+        stance=float(stance),
+        confidence=float(confidence),
+        abstained=abstained,
+        cited=cited,
+        verified=verified,
+        mismatches=mismatches,
+    )
+
+
+_NOTE_COLUMNS = (
+    "id",
+    "run_id",
+    "role",
+    "stance",
+    "confidence",
+    "abstained",
+    "citations",
+    "citations_verified",
+    "citation_mismatches",
+)
+_THESIS_COLUMNS = (
+    "id",
+    "run_id",
+    "instrument__symbol",
+    "direction",
+    "conviction",
+    "entry",
+    "stop",
+    "target",
+    "horizon_sessions",
+    "risk_amount",
+    "notional",
+    "risk_approved",
+    "account_id",
+)
+
+
+def _thesis_fact(
+    pk: int,
+    run_id: int,
+    symbol: str,
+    direction: str,
+    conviction: Decimal,
+    entry: Decimal,
+    stop: Decimal,
+    target: Decimal,
+    horizon: int,
+    risk_amount: Decimal,
+    notional: Decimal,
+    risk_approved: bool,
+    account_id: int,
+    *,
+    as_of: dt.date,
+    atr: float | None,
+) -> tuple[ThesisFact, int]:
+    fact = ThesisFact(
+        id=pk,
+        run_id=run_id,
+        as_of=as_of,
+        symbol=symbol,
+        direction=direction,
+        conviction=float(conviction),
+        entry=float(entry),
+        stop=float(stop),
+        target=float(target),
+        horizon=horizon,
+        atr=atr,
+        risk_amount=float(risk_amount),
+        notional=float(notional),
+        risk_approved=risk_approved,
+    )
+    return fact, account_id
+
+
+def _read_parts(runs: list[RunRow]) -> dict[int, RunPart]:
+    """The parts of ``runs``, read in a fixed number of queries (values only: a lookback holds
+    hundreds of runs, and nothing here needs a model instance)."""
+    by_id = {run.id: run for run in runs}
+    run_ids = list(by_id)
+    notes: dict[int, list[NoteFact]] = {}
+    note_rows = AnalystNoteRecord.objects.filter(run_id__in=run_ids).order_by("run_id", "role")
+    for row in note_rows.values_list(*_NOTE_COLUMNS):
+        notes.setdefault(row[1], []).append(_note_fact(*row))
+    memory_ids = _memory_ids(run_ids)
+    decisions: dict[int, DecisionFact] = {}
+    debates = DebateRecord.objects.filter(run_id__in=run_ids).order_by()  # one per run
+    for debate_id, run_id, winner, conviction in debates.values_list("id", "run_id", "winner", "conviction"):
+        run = by_id[run_id]
+        decisions[run_id] = DecisionFact(
+            run_id=run_id,
+            strategy_run_id=run.strategy_run_id or 0,
+            as_of=run.as_of,
+            symbol=run.symbol,
+            debate_id=debate_id,
+            winner=winner,
+            conviction=float(conviction),
+            memory_ids=memory_ids.get(run_id, ()),
+        )
+    thesis_rows = list(Thesis.objects.filter(run_id__in=run_ids).order_by("id").values_list(*_THESIS_COLUMNS))
+    atr = _atr_by_run(by_id[row[1]] for row in thesis_rows)
+    theses: dict[int, list[tuple[ThesisFact, int]]] = {}
+    for row in thesis_rows:
+        run = by_id[row[1]]
+        theses.setdefault(run.id, []).append(_thesis_fact(*row, as_of=run.as_of, atr=atr.get(run.id)))
+    citations: dict[int, list[tuple[str, int | None]]] = {}
+    accepted = HeuristicCitation.objects.filter(run_id__in=run_ids, accepted=True).order_by("run_id", "code")
+    for run_id, code, heuristic_id in accepted.values_list("run_id", "code", "heuristic_id"):
+        citations.setdefault(run_id, []).append((code, heuristic_id))
+    return {
+        run_id: RunPart(
+            run_id=run_id,
+            notes=tuple(notes.get(run_id, ())),
+            decision=decisions.get(run_id),
+            theses=tuple(theses.get(run_id, ())),
+            memory_ids=memory_ids.get(run_id, ()),
+            citations=tuple(citations.get(run_id, ())),
+        )
+        for run_id in run_ids
+    }
+
+
+class _Carried:
+    """The parts of finished runs, kept in this process from one pack of a strategy to its next.
+
+    A replay critiques its strategy every few days over a lookback that has moved by only those
+    days: reading each run's rows again was most of a critique's time, and grew with the lookback.
+    A part is used again only while its run's mark (state, attempts, made and finished at) is
+    unchanged, and only finished runs are kept. It holds the runs of each strategy's last pack,
+    for the ``STRATEGIES`` strategies packed most recently; a cleared replay drops its strategy's."""
+
+    STRATEGIES = 8
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._kept: OrderedDict[tuple[int, bool], dict[int, tuple[tuple[Any, ...], RunPart]]] = OrderedDict()
+
+    def parts(self, strategy: Strategy, is_replay: bool, runs: list[RunRow]) -> dict[int, RunPart]:
+        key = (strategy.pk, is_replay)
+        with self._lock:
+            kept = self._kept.get(key, {})
+        parts = {run.id: kept[run.id][1] for run in runs if run.id in kept and kept[run.id][0] == run.mark}
+        missing = [run for run in runs if run.id not in parts]
+        if missing:
+            parts.update(_read_parts(missing))
+        keep = {run.id: (run.mark, parts[run.id]) for run in runs if run.finished}
+        with self._lock:
+            self._kept[key] = keep
+            self._kept.move_to_end(key)
+            while len(self._kept) > self.STRATEGIES:
+                self._kept.popitem(last=False)
+        return parts
+
+    def forget(self, strategy: Strategy) -> None:
+        with self._lock:
+            for key in [key for key in self._kept if key[0] == strategy.pk]:
+                del self._kept[key]
+
+
+_carried = _Carried()
+
+
+def evidence_forget(strategy: Strategy) -> None:
+    """Drop what this process kept of the strategy's runs (its replay is cleared and starts again)."""
+    _carried.forget(strategy)
+
+
 def _load(strategy: Strategy, *, as_of: dt.date, is_replay: bool) -> Rows:
-    """The lookback's rows, without the texts and snapshots nothing here reads (a run's snapshot, a
-    note's evidence, a thesis's payload): a lookback holds hundreds of runs."""
+    """The lookback's rows: its runs' parts (those of finished runs carried over from the last pack
+    where unchanged), and the positions of its theses as they stand."""
     rows = Rows(strategy, as_of, is_replay, _strategy_runs(strategy, as_of=as_of, is_replay=is_replay))
     rows.universe = dict(strategy.universe.values_list("id", "symbol"))
-    rows.pipeline_runs = list(
-        PipelineRun.objects.filter(strategy_run__in=[run.pk for run in rows.strategy_runs], as_of__lte=as_of)
-        .select_related("instrument")
-        .defer("used", "failure_reason")
-        .order_by("as_of", "id")
-    )
-    run_ids = rows.run_ids
-    rows.notes = list(
-        AnalystNoteRecord.objects.filter(run_id__in=run_ids).defer("evidence", "summary").order_by("run_id", "role")
-    )
-    rows.debates = list(DebateRecord.objects.filter(run_id__in=run_ids).defer("rationale").order_by("run_id"))
-    rows.theses = list(
-        Thesis.objects.filter(run_id__in=run_ids)
-        .select_related("instrument")
-        .defer("payload", "risk_checks", "warnings")
-        .order_by("id")
-    )
+    rows.runs = _run_rows(rows.strategy_runs, as_of)
+    rows.parts = _carried.parts(strategy, is_replay, rows.runs)
     rows.positions = list(
-        Position.objects.filter(thesis__in=[t.pk for t in rows.theses], opened_on__lte=as_of)
+        Position.objects.filter(thesis__in=[fact.id for fact, _ in rows.theses], opened_on__lte=as_of)
         .select_related("instrument")
         .order_by("id")
     )
-    rows.memory_ids = _memory_ids(run_ids)
-    rows.citations = list(
-        HeuristicCitation.objects.filter(run_id__in=run_ids, accepted=True)
-        .order_by("run_id", "code")
-        .values_list("run_id", "code", "heuristic__status")
-    )
+    heuristic_ids = {heuristic for part in rows.parts.values() for _, heuristic in part.citations}
+    heuristic_ids.discard(None)
+    if heuristic_ids:
+        rows.statuses = dict(Heuristic.objects.filter(id__in=heuristic_ids).values_list("id", "status"))
     return rows
 
 
@@ -158,21 +429,6 @@ def _last_marks(positions: Iterable[Position], as_of: dt.date) -> dict[int, floa
         .values_list("position_id", "unrealised_pnl")
     )
     return {position_id: float(pnl) for position_id, pnl in marks}
-
-
-def _atr_by_run(runs: Iterable[PipelineRun]) -> dict[int, float | None]:
-    """ATR(14) of the bundle each thesis's run was shown (the run's own feature snapshot)."""
-    snapshot_of = {run.pk: run.feature_snapshot_id for run in runs if run.feature_snapshot_id}
-    # The one figure read out of each stored bundle by the database: a bundle is a few kilobytes of
-    # JSON, and a critique reads the bundles of every thesis in its lookback.
-    values = dict(
-        FeatureSnapshot.objects.filter(id__in=set(snapshot_of.values())).values_list("id", "bundle__technical__atr_14")
-    )
-    atr: dict[int, float | None] = {}
-    for run_id, snapshot_id in snapshot_of.items():
-        value = values.get(snapshot_id)
-        atr[run_id] = float(value) if is_number(value) else None
-    return atr
 
 
 def _closes(rows: Rows) -> dict[str, list[tuple[dt.date, float]]]:
@@ -190,7 +446,7 @@ def _closes(rows: Rows) -> dict[str, list[tuple[dt.date, float]]]:
 def _account(rows: Rows) -> Account | None:
     """The book the strategy's theses were sized for; without a thesis, its account by name (never created)."""
     if rows.theses:
-        return Account.objects.filter(pk=rows.theses[-1].account_id).first()
+        return Account.objects.filter(pk=rows.theses[-1][1]).first()
     name = f"replay: {rows.strategy.name}"[:64] if rows.is_replay else str(settings.ACCOUNT["NAME"])
     return Account.objects.filter(name=name).first()
 
@@ -251,63 +507,6 @@ def _memories(rows: Rows) -> dict[int, MemoryFact]:
 # --- rows to facts ---------------------------------------------------------------------------
 
 
-def _note_fact(note: AnalystNoteRecord) -> NoteFact:
-    cited = tuple(str(c.get("name")) for c in note.citations if isinstance(c, Mapping) and c.get("name"))
-    return NoteFact(
-        id=note.pk,
-        run_id=note.run_id,
-        role=note.role,
-        stance=float(note.stance),
-        confidence=float(note.confidence),
-        abstained=note.abstained,
-        cited=cited,
-        verified=note.citations_verified,
-        mismatches=note.citation_mismatches,
-    )
-
-
-def _decision_facts(rows: Rows) -> list[DecisionFact]:
-    runs = {run.pk: run for run in rows.pipeline_runs}
-    return [
-        DecisionFact(
-            run_id=debate.run_id,
-            strategy_run_id=runs[debate.run_id].strategy_run_id or 0,
-            as_of=runs[debate.run_id].as_of,
-            symbol=runs[debate.run_id].instrument.symbol,
-            debate_id=debate.pk,
-            winner=debate.winner,
-            conviction=float(debate.conviction),
-            memory_ids=rows.memory_ids.get(debate.run_id, ()),
-        )
-        for debate in rows.debates
-    ]
-
-
-def _thesis_facts(rows: Rows) -> list[ThesisFact]:
-    runs = {run.pk: run for run in rows.pipeline_runs}
-    with_thesis = {thesis.run_id for thesis in rows.theses}
-    atr = _atr_by_run(run for run in rows.pipeline_runs if run.pk in with_thesis)
-    return [
-        ThesisFact(
-            id=thesis.pk,
-            run_id=thesis.run_id,
-            as_of=runs[thesis.run_id].as_of,
-            symbol=thesis.instrument.symbol,
-            direction=thesis.direction,
-            conviction=float(thesis.conviction),
-            entry=float(thesis.entry),
-            stop=float(thesis.stop),
-            target=float(thesis.target),
-            horizon=thesis.horizon_sessions,
-            atr=atr.get(thesis.run_id),
-            risk_amount=float(thesis.risk_amount),
-            notional=float(thesis.notional),
-            risk_approved=thesis.risk_approved,
-        )
-        for thesis in rows.theses
-    ]
-
-
 def _position_fact(
     position: Position, *, as_of: dt.date, marks: Mapping[int, float], conviction: float
 ) -> PositionFact:
@@ -358,15 +557,16 @@ def load_trajectory(strategy: Strategy, *, as_of: dt.date, is_replay: bool) -> L
     rows = _load(strategy, as_of=as_of, is_replay=is_replay)
     account = _account(rows)
     marks = _last_marks(rows.positions, as_of)
-    conviction = {thesis.pk: float(thesis.conviction) for thesis in rows.theses}
+    theses = [fact for fact, _account_id in rows.theses]
+    conviction = {fact.id: fact.conviction for fact in theses}
     logged = _ics_logged(rows)
     trajectory = Trajectory(
         as_of=as_of,
         limits=_limits(rows, account),
         runs=tuple(RunFact(run.pk, run.as_of, run.decision, gated=bool(run.blocked_by)) for run in rows.strategy_runs),
-        decisions=tuple(_decision_facts(rows)),
-        notes=tuple(_note_fact(note) for note in rows.notes),
-        theses=tuple(_thesis_facts(rows)),
+        decisions=tuple(rows.decisions),
+        notes=tuple(rows.notes),
+        theses=tuple(theses),
         positions=tuple(
             _position_fact(p, as_of=as_of, marks=marks, conviction=conviction[p.thesis_id]) for p in rows.positions
         ),
@@ -460,10 +660,10 @@ def _ids_block(loaded: Loaded) -> dict[str, list[Any]]:
     return {
         "runs": sorted(rows.run_ids),
         "strategy_runs": sorted(run.pk for run in rows.strategy_runs),
-        "theses": sorted(t.pk for t in rows.theses),
+        "theses": sorted(fact.id for fact, _account_id in rows.theses),
         "positions": sorted(p.pk for p in rows.positions),
-        "notes": sorted(n.pk for n in rows.notes),
-        "debates": sorted(d.pk for d in rows.debates),
+        "notes": sorted(note.id for note in rows.notes),
+        "debates": sorted(decision.debate_id for decision in rows.decisions),
         "memories": sorted(trajectory.memories),
         "heuristics": sorted({code for _, code, _ in rows.citations}),
     }

@@ -8,14 +8,16 @@ import json
 
 import pytest
 from django.db import connection
+from django.db.models import F
 from django.test.utils import CaptureQueriesContext
 
-from reviews.critique.evidence import evidence_pack, flat_figures
+from agents.models import Heuristic
+from reviews.critique.evidence import evidence_forget, evidence_pack, flat_figures
 from reviews.critique.signal_ics import signal_ics_log
 from reviews.domain.loops import DETECTORS
 from reviews.models import SignalIC
 from tests.factories.critique import strategy_trajectory
-from trading.models import AuditEvent, DailyBar, Position, StrategyRun
+from trading.models import AuditEvent, DailyBar, DebateRecord, PipelineRun, Position, StrategyRun
 
 pytestmark = pytest.mark.django_db
 
@@ -156,6 +158,64 @@ def test_the_lookback_bounds_the_runs_read(settings):
 
     assert pack["window"]["runs_read"] == 12
     assert pack["window"]["first"] == built.days[-12].isoformat()
+
+
+def _afresh(built, as_of) -> dict:
+    """The pack as a process that has kept nothing of the strategy's runs reads it."""
+    evidence_forget(built.strategy)
+    return evidence_pack(built.strategy, as_of=as_of, is_replay=True)
+
+
+def test_a_pack_that_reuses_the_last_packs_runs_equals_one_read_afresh(monkeypatch):
+    from reviews.critique import evidence
+
+    built = strategy_trajectory(is_replay=True, echo=True)
+    days = [built.days[9], built.days[19], built.as_of]
+    read: list[list[int]] = []
+    read_parts = evidence._read_parts
+    monkeypatch.setattr(evidence, "_read_parts", lambda runs: read.append([r.id for r in runs]) or read_parts(runs))
+
+    evidence_forget(built.strategy)
+    carried = [evidence_pack(built.strategy, as_of=day, is_replay=True) for day in days]
+    runs = [run.pk for run in built.pipeline_runs]  # one a day
+    assert read == [runs[:10], runs[10:20], runs[20:30]]  # each pack read only the runs new since the last
+    assert carried == [_afresh(built, day) for day in days]
+
+    # A review demotes the cited heuristic between two critiques: a status is read for each pack.
+    Heuristic.objects.filter(code="H-1").update(status="demoted")
+    demoted = evidence_pack(built.strategy, as_of=built.as_of, is_replay=True)
+    assert demoted == _afresh(built, built.as_of)
+    assert demoted["signals"]["demoted_cited"] == ["H-1"] and carried[-1]["signals"]["demoted_cited"] == []
+
+
+def test_a_run_retried_since_the_last_pack_is_read_again():
+    built = strategy_trajectory(is_replay=True)
+    before = evidence_pack(built.strategy, as_of=built.as_of, is_replay=True)
+    run = built.pipeline_runs[-3]
+    assert run.pk in before["ids"]["runs"] and before["ids"]["debates"]
+
+    # The run goes round again: a new attempt, whose debate is not written yet, then is.
+    DebateRecord.objects.filter(run=run).delete()
+    PipelineRun.objects.filter(pk=run.pk).update(status=PipelineRun.Status.RUNNING, attempts=F("attempts") + 1)
+    while_running = evidence_pack(built.strategy, as_of=built.as_of, is_replay=True)
+    assert while_running == _afresh(built, built.as_of)
+    DebateRecord.objects.create(
+        run=run,
+        winner="bull",
+        conviction="0.61",
+        proposed_conviction="0.7",
+        opposing=1,
+        side_taking=3,
+        opposing_share="0.33",
+    )
+    debated = evidence_pack(built.strategy, as_of=built.as_of, is_replay=True)
+    PipelineRun.objects.filter(pk=run.pk).update(status=PipelineRun.Status.COMPLETED)
+    finished = evidence_pack(built.strategy, as_of=built.as_of, is_replay=True)
+
+    assert len(while_running["ids"]["debates"]) == len(before["ids"]["debates"]) - 1
+    # Still running, with the same mark: a run that has not finished is never kept, so it is read again.
+    assert len(debated["ids"]["debates"]) == len(before["ids"]["debates"])
+    assert finished == debated == _afresh(built, built.as_of)
 
 
 # --- the rank-IC log ---------------------------------------------------------------------------
