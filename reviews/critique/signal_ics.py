@@ -14,7 +14,8 @@ reads a bounded number of rows however long the strategy has lived.
 from __future__ import annotations
 
 import datetime as dt
-from collections import Counter
+import threading
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -41,6 +42,7 @@ from trading.models import DailyBar, FeatureSnapshot, StageRun, Strategy, Thesis
 
 __all__ = [
     "ICWindow",
+    "bundles_forget",
     "critique_number",
     "ic_windows_kept",
     "ics_from_rows",
@@ -110,22 +112,73 @@ def _closes(instrument_ids: list[int], start: dt.date, as_of: dt.date) -> dict[s
     return closes
 
 
-def _bundles(instrument_ids: list[int], start: dt.date, as_of: dt.date) -> dict[tuple[str, dt.date], Any]:
-    """The latest stored bundle of each instrument's day (a later recomputation wins), as much of
-    it as the signals read (``READ_BLOCKS``, ``READ_FIELDS``), cut out by the database."""
+class _KeptBundles:
+    """The parts of stored bundles the signals read, kept in this process from one IC window of a
+    strategy to its next. A snapshot's bundle never changes (a recomputation is a new row with its
+    own digest), so a part kept under its id and digest is the part the database would return: a
+    window that moved by a few days reads only those days' bundles. Holds each strategy's last
+    window, for the ``STRATEGIES`` strategies read most recently."""
+
+    STRATEGIES = 8
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._kept: OrderedDict[int, dict[tuple[int, str], dict[str, Any]]] = OrderedDict()
+
+    def get(self, strategy_id: int | None) -> dict[tuple[int, str], dict[str, Any]]:
+        with self._lock:
+            return self._kept.get(strategy_id, {}) if strategy_id is not None else {}
+
+    def keep(self, strategy_id: int | None, parts: dict[tuple[int, str], dict[str, Any]]) -> None:
+        if strategy_id is None:
+            return
+        with self._lock:
+            self._kept[strategy_id] = parts
+            self._kept.move_to_end(strategy_id)
+            while len(self._kept) > self.STRATEGIES:
+                self._kept.popitem(last=False)
+
+    def forget(self, strategy_id: int) -> None:
+        with self._lock:
+            self._kept.pop(strategy_id, None)
+
+
+_kept_bundles = _KeptBundles()
+
+
+def _bundle_parts(snapshot_ids: list[int]) -> dict[int, dict[str, Any]]:
+    """As much of each snapshot's bundle as the signals read (``READ_BLOCKS``, ``READ_FIELDS``), cut
+    out by the database."""
     parts = [f"bundle__{block}" for block in READ_BLOCKS] + [f"bundle__{block}__{name}" for block, name in READ_FIELDS]
-    rows = (
-        FeatureSnapshot.objects.filter(instrument_id__in=instrument_ids, as_of__gte=start, as_of__lte=as_of)
-        .order_by("instrument_id", "as_of", "computed_at", "id")
-        .values_list("instrument__symbol", "as_of", *parts)
-    )
-    bundles: dict[tuple[str, dt.date], Any] = {}
-    for symbol, day, *values in rows:
+    read: dict[int, dict[str, Any]] = {}
+    for snapshot_id, *values in FeatureSnapshot.objects.filter(id__in=snapshot_ids).values_list("id", *parts):
         blocks = dict(zip(READ_BLOCKS, values[: len(READ_BLOCKS)], strict=True))
         for (block, name), value in zip(READ_FIELDS, values[len(READ_BLOCKS) :], strict=True):
             blocks.setdefault(block, {})[name] = value
-        bundles[(symbol, day)] = blocks
-    return bundles
+        read[snapshot_id] = blocks
+    return read
+
+
+def _bundles(
+    instrument_ids: list[int], start: dt.date, as_of: dt.date, *, strategy_id: int | None = None
+) -> dict[tuple[str, dt.date], Any]:
+    """The latest stored bundle of each instrument's day (a later recomputation wins), as much of
+    it as the signals read; those of ``strategy_id``'s last window are not read again."""
+    snapshots = list(
+        FeatureSnapshot.objects.filter(instrument_id__in=instrument_ids, as_of__gte=start, as_of__lte=as_of)
+        .order_by("instrument_id", "as_of", "computed_at", "id")
+        .values_list("id", "digest", "instrument__symbol", "as_of")
+    )
+    kept = _kept_bundles.get(strategy_id)
+    read = _bundle_parts([pk for pk, digest, *_ in snapshots if (pk, digest) not in kept])
+    parts = {(pk, digest): kept[(pk, digest)] if (pk, digest) in kept else read[pk] for pk, digest, *_ in snapshots}
+    _kept_bundles.keep(strategy_id, parts)
+    return {(symbol, day): parts[(pk, digest)] for pk, digest, symbol, day in snapshots}
+
+
+def bundles_forget(strategy: Strategy) -> None:
+    """Drop the bundle parts this process kept for the strategy's IC windows."""
+    _kept_bundles.forget(strategy.pk)
 
 
 def ics_from_rows(
@@ -192,7 +245,7 @@ def _rank_ics(strategy: Strategy, *, as_of: dt.date, is_replay: bool, horizon: i
     if start is None:
         return ICWindow(horizon, None, tuple(rank_ics([])))
     closes = _closes(instrument_ids, start, as_of)
-    results = ics_from_rows(_bundles(instrument_ids, start, as_of), closes, horizon)
+    results = ics_from_rows(_bundles(instrument_ids, start, as_of, strategy_id=strategy.pk), closes, horizon)
     returns = {symbol: forward_returns(list(series), horizon) for symbol, series in closes.items()}
     research = research_ics(_research_readings(strategy, start, as_of, is_replay=is_replay), returns)
     return ICWindow(horizon, start, tuple(results + research))

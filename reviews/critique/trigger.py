@@ -35,6 +35,7 @@ from django.utils import timezone
 from reviews.critique.actions import action_attest, actions_check
 from reviews.critique.archive import archive_clear
 from reviews.critique.evidence import evidence_forget
+from reviews.critique.signal_ics import bundles_forget
 from reviews.domain.critique import AdaptiveSettings, TrajectorySignals, TriggerDecision, decide
 from reviews.models import Critique, CritiqueAction, SignalIC
 from trading.audit import audit_record
@@ -381,3 +382,4 @@ def replay_critiques_clear(strategy: Strategy) -> None:
     SignalIC.objects.filter(strategy=strategy, is_replay=True).delete()
     archive_clear(strategy, is_replay=True)
     evidence_forget(strategy)
+    bundles_forget(strategy)

@@ -13,11 +13,11 @@ from django.test.utils import CaptureQueriesContext
 
 from agents.models import Heuristic
 from reviews.critique.evidence import evidence_forget, evidence_pack, flat_figures
-from reviews.critique.signal_ics import signal_ics_log
+from reviews.critique.signal_ics import bundles_forget, signal_ics_log
 from reviews.domain.loops import DETECTORS
 from reviews.models import SignalIC
 from tests.factories.critique import strategy_trajectory
-from trading.models import AuditEvent, DailyBar, DebateRecord, PipelineRun, Position, StrategyRun
+from trading.models import AuditEvent, DailyBar, DebateRecord, FeatureSnapshot, PipelineRun, Position, StrategyRun
 
 pytestmark = pytest.mark.django_db
 
@@ -340,6 +340,7 @@ def test_a_critique_computes_its_rank_ic_window_once_for_its_evidence_and_its_ac
 
     with ic_windows_kept():
         kept = strategy_rank_ics(built.strategy, as_of=built.as_of, is_replay=False)
+        bundles_forget(built.strategy)  # what one window's bundles keep for the next is not this test's
         with CaptureQueriesContext(connection) as again:
             asked_again = strategy_rank_ics(built.strategy, as_of=built.as_of, is_replay=False)
             other_day = strategy_rank_ics(built.strategy, as_of=built.days[20], is_replay=False)
@@ -347,6 +348,34 @@ def test_a_critique_computes_its_rank_ic_window_once_for_its_evidence_and_its_ac
     assert asked_again is kept and kept == first
     assert len(again.captured_queries) == len(alone.captured_queries)  # only the other day's window was read
     assert other_day != kept
+    bundles_forget(built.strategy)
     with CaptureQueriesContext(connection) as outside:
         strategy_rank_ics(built.strategy, as_of=built.as_of, is_replay=False)
     assert len(outside.captured_queries) == len(alone.captured_queries)  # outside a critique: read afresh
+
+
+def test_an_ic_window_that_reuses_the_last_windows_bundles_equals_one_read_afresh(monkeypatch):
+    from reviews.critique import signal_ics
+
+    built = strategy_trajectory(narrative=True)
+    read: list[int] = []
+    bundle_parts = signal_ics._bundle_parts
+    monkeypatch.setattr(signal_ics, "_bundle_parts", lambda ids: read.append(len(ids)) or bundle_parts(ids))
+
+    def afresh(as_of):
+        bundles_forget(built.strategy)
+        return signal_ics.strategy_rank_ics(built.strategy, as_of=as_of, is_replay=False)
+
+    bundles_forget(built.strategy)
+    earlier = signal_ics.strategy_rank_ics(built.strategy, as_of=built.days[19], is_replay=False)
+    later = signal_ics.strategy_rank_ics(built.strategy, as_of=built.as_of, is_replay=False)
+    assert read == [20, 10]  # a bundle a day; the later window read only the ten days after the earlier one
+    assert (earlier, later) == (afresh(built.days[19]), afresh(built.as_of))
+
+    # A day's bundle recomputed after the window read it: a new row, and the window takes it.
+    shown = built.pipeline_runs[5].feature_snapshot  # a day with a forward return in the window
+    bundle = {**shown.bundle, "technical": {**shown.bundle["technical"], "rsi_14": 99.0}}
+    FeatureSnapshot.objects.create(instrument=shown.instrument, as_of=shown.as_of, bundle=bundle, digest="f" * 64)
+    recomputed = signal_ics.strategy_rank_ics(built.strategy, as_of=built.as_of, is_replay=False)
+    assert read[-1] == 1
+    assert recomputed == afresh(built.as_of) and recomputed != later
