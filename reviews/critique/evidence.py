@@ -365,7 +365,7 @@ class _Carried:
     unchanged, and only finished runs are kept. It holds the runs of each strategy's last pack,
     for the ``STRATEGIES`` strategies packed most recently; a cleared replay drops its strategy's."""
 
-    STRATEGIES = 8
+    STRATEGIES = 4
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

@@ -119,7 +119,7 @@ class _KeptBundles:
     window that moved by a few days reads only those days' bundles. Holds each strategy's last
     window, for the ``STRATEGIES`` strategies read most recently."""
 
-    STRATEGIES = 8
+    STRATEGIES = 4
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
