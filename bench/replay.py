@@ -486,6 +486,40 @@ def print_budget_read(before_ms: float) -> None:
     )
 
 
+def print_critique_evidence(strategy: object, sessions: list[dt.date]) -> None:
+    """What a critique's evidence pack costs at the last session over a full lookback: read afresh,
+    and with the pack of a critique five sessions earlier kept in the process (its finished runs
+    and the bundles it read), as a replay's next critique finds it. Best of 3 each; the packs are
+    compared, and must be equal."""
+    from reviews.critique.evidence import evidence_forget, evidence_pack
+    from reviews.critique.signal_ics import bundles_forget
+
+    if len(sessions) < 6:
+        return
+
+    def forget() -> None:
+        evidence_forget(strategy)
+        bundles_forget(strategy)
+
+    def pack(*, kept_from: dt.date | None) -> tuple[float, dict[str, Any]]:
+        forget()
+        if kept_from is not None:
+            evidence_pack(strategy, as_of=kept_from, is_replay=True)
+        started = time.perf_counter()
+        built = evidence_pack(strategy, as_of=sessions[-1], is_replay=True)
+        return (time.perf_counter() - started) * 1000, built
+
+    afresh = [pack(kept_from=None) for _ in range(3)]
+    carried = [pack(kept_from=sessions[-6]) for _ in range(3)]
+    forget()
+    same = all(built == afresh[0][1] for _, built in afresh + carried)
+    print(
+        f"  critique evidence pack at the last session, best of 3: {min(ms for ms, _ in afresh):.0f} ms read afresh, "
+        f"{min(ms for ms, _ in carried):.0f} ms with the pack of five sessions earlier kept; "
+        f"{'the same pack' if same else 'THE PACKS DIFFER'}"
+    )
+
+
 def print_row_counts() -> None:
     """The rows the replay left behind: what the later days read past."""
     from agents.models import MemoryEntry, ModelCall
@@ -507,12 +541,19 @@ def print_header(data_dir: Path, strategy: object, args: argparse.Namespace) -> 
     from trading.book.accounts import replay_account
 
     account = replay_account(strategy.name)
+    from django.db import connection
+
+    if connection.vendor == "postgresql":
+        version = connection.cursor().connection.info.server_version  # 150020 is 15.20
+        engine = f"PostgreSQL {version // 10000}.{version % 10000}"
+        database = f"{connection.settings_dict['NAME']} on {connection.settings_dict['HOST'] or 'the socket'}"
+    else:
+        engine, database = f"SQLite {sqlite3.sqlite_version} (WAL, synchronous=NORMAL)", data_dir / "desk.sqlite3"
     print(
-        f"Machine: {cpu_count()} cores ({cpu_model()}), Python {platform.python_version()}, "
-        f"SQLite {sqlite3.sqlite_version} (WAL, synchronous=NORMAL); {load_average()}"
+        f"Machine: {cpu_count()} cores ({cpu_model()}), Python {platform.python_version()}, {engine}; {load_average()}"
     )
     print(
-        f"Settings: throwaway DB {data_dir / 'desk.sqlite3'}; provider offline (latency 0 ms); policy all; "
+        f"Settings: throwaway DB {database}; provider offline (latency 0 ms); policy all; "
         f"fill policy {settings.BROKER['FILL_POLICY']}; feature lookback {settings.DESK['FEATURE_LOOKBACK_BARS']} "
         f"bars; {args.days} sessions{' (--quick)' if args.quick else ''}"
     )
@@ -528,6 +569,38 @@ def print_header(data_dir: Path, strategy: object, args: argparse.Namespace) -> 
 # --- entry point -----------------------------------------------------------------------------------
 
 
+def use_throwaway_postgres(data_dir: Path, server: str) -> str:
+    """A new database on the PostgreSQL server of ``server`` (a URL of any database there, such as
+    its ``postgres``), named for this process, and Django pointed at it; its name, for the drop."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    import psycopg
+    from psycopg import sql
+
+    name = f"desk_bench_replay_{os.getpid()}"
+    with psycopg.connect(server, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    os.environ["DESK_DATA_DIR"] = str(data_dir)
+    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
+    os.environ["DATABASE_URL"] = urlunsplit(urlsplit(server)._replace(path=f"/{name}"))
+    for variable in ("REDIS_URL", "REQUIRE_SERVICES"):
+        os.environ.pop(variable, None)
+    import django
+
+    django.setup()
+    return name
+
+
+def drop_throwaway_postgres(server: str, name: str) -> None:
+    import psycopg
+    from django.db import connections
+    from psycopg import sql
+
+    connections.close_all()
+    with psycopg.connect(server, autocommit=True) as admin:
+        admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
 def parse_arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--days", type=int, default=250, help="sessions replayed, the last of the demo")
@@ -535,6 +608,12 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--strict", action="store_true", help="a failing review ends the replay (as manage.py replay)")
     parser.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     parser.add_argument("--keep", action="store_true", help="keep the temp directory (its path is printed)")
+    parser.add_argument(
+        "--postgres",
+        metavar="URL",
+        help="replay on PostgreSQL instead of SQLite: a URL of the server (e.g. postgres://postgres@127.0.0.1:5432/"
+        "postgres); the bench creates a database of its own there and drops it at the end",
+    )
     parser.add_argument(
         "--paths",
         help="which replay paths to time, in order (plain = each run as live, fast = inputs read once, workers = "
@@ -603,6 +682,7 @@ def bench(args: argparse.Namespace, data_dir: Path) -> None:
         print_split(result, record)
         print_drift(result, record)
         print_months(result, record, sessions)
+        print_critique_evidence(strategy, sessions)
         print_row_counts()
     print_comparison(walls, records)
 
@@ -750,13 +830,19 @@ def main() -> None:
     started = time.perf_counter()
     data_dir = Path(tempfile.mkdtemp(prefix="desk-bench-replay-"))
     os.environ["DEBUG"] = "0"  # DEBUG keeps every query in memory: slower, and growing
+    database = None
     try:
-        use_throwaway_database(data_dir)
+        if args.postgres:
+            database = use_throwaway_postgres(data_dir, args.postgres)
+        else:
+            use_throwaway_database(data_dir)
         if args.paths:
             bench(args, data_dir)
         if args.scale:
             scaling(args.scale, workers=args.workers)
     finally:
+        if database is not None:
+            drop_throwaway_postgres(args.postgres, database)
         if args.keep:
             print(f"\nKept {data_dir}")
         else:
