@@ -77,7 +77,9 @@ __all__ = ["evidence_forget", "evidence_pack", "flat_figures", "load_trajectory"
 
 # A run in one of these states has finished: its notes, debate, theses, context and citations are
 # written and stay as they are (a retried run starts again with a new attempt, so a new mark).
-_FINISHED = frozenset({"completed", "degraded", "failed", "held"})
+_FINISHED = frozenset(
+    {PipelineRun.Status.COMPLETED, PipelineRun.Status.DEGRADED, PipelineRun.Status.FAILED, PipelineRun.Status.HELD}
+)
 
 
 @dataclass(frozen=True)
