@@ -197,6 +197,7 @@ class ReplayResult:
     decisions: Counter[str]
     steps: StepTimes
     budget_before_ms: float
+    day_queries: list[int] = field(default_factory=list)  # the replaying thread's, each day
 
 
 def refusal_kind(text: str) -> str:
@@ -211,12 +212,20 @@ def run_replay(
     """The replay through ``replay_strategy``: the plain path (``fast`` False: each run reads and
     writes as a live run does) or the fast one (inputs read once, each day in one transaction, or,
     with ``workers`` > 1, the day's runs side by side in that many processes)."""
+    from django.db import connection
+
     from trading.strategies.replay import ApprovalPolicy, replay_strategy
 
-    approved, refused, decisions, day_seconds = 0, Counter(), Counter(), []
+    approved, refused, decisions, day_seconds, day_queries = 0, Counter(), Counter(), [], []
     budget_before_ms, _ = budget_read_ms()
     cpu_before = cpu_seconds()
-    with timed_steps(strict) as steps:
+    queries = [0]
+
+    def count(execute: Callable[..., Any], sql: str, params: Any, many: bool, context: dict[str, Any]) -> Any:
+        queries[0] += 1
+        return execute(sql, params, many, context)
+
+    with timed_steps(strict) as steps, connection.execute_wrapper(count):
         started = last = time.perf_counter()
         days = replay_strategy(
             strategy=strategy,
@@ -232,7 +241,8 @@ def run_replay(
             # The first day's wall holds the replay's start-up (clearing the previous replay, reading
             # the window): timed apart as "setup", it is not the day's own cost.
             day_seconds.append(now - last - (steps.seconds["setup"] if index == 1 else 0.0))
-            last = now
+            day_queries.append(queries[0])
+            last, queries[0] = now, 0
             approved += day.approved
             refused.update(refusal_kind(text) for text in day.refused)
             decisions[day.decision] += 1
@@ -240,7 +250,7 @@ def run_replay(
                 print(f"  ... {index}/{len(sessions)} sessions, {now - started:.0f} s", file=sys.stderr, flush=True)
         wall = time.perf_counter() - started
     cpu = cpu_seconds() - cpu_before  # the workers are joined (and counted) when the replay ends
-    return ReplayResult(wall, cpu, day_seconds, approved, refused, decisions, steps, budget_before_ms)
+    return ReplayResult(wall, cpu, day_seconds, approved, refused, decisions, steps, budget_before_ms, day_queries)
 
 
 def cpu_seconds() -> float:
@@ -699,14 +709,15 @@ def month_means(day_seconds: list[float]) -> tuple[float, float]:
 
 def print_months(result: ReplayResult, record: ReplayRecord, sessions: list[dt.date]) -> None:
     """Month by month (21 sessions each): ms per session, the model calls' mean input tokens, the
-    risk-approved theses (each one an approval to try) and the critiques run (each reads its
-    lookback of strategy runs). A cost that grows with the stored history climbs month after month;
-    one that follows the replay's own state (its memory filling up to the recall limit, the
-    critique's lookback filling and its cadence, the market giving more setups) levels off or moves
-    with it."""
+    risk-approved theses (each one an approval to try), the critiques run (each reads its lookback
+    of strategy runs) and the queries per session of the replaying process (its workers' are not
+    counted). A cost that grows with the stored history climbs month after month; one that follows
+    the replay's own state (its memory filling up to the recall limit, the critique's lookback
+    filling and its cadence, the market giving more setups) levels off or moves with it. The
+    queries are counted, not timed: a shared machine's speed does not move them."""
     print(
         "\nMonth by month (21 sessions each): ms per session / mean input tokens per call / risk-approved theses"
-        " / critiques"
+        " / critiques / queries per session"
     )
     cells = []
     for start in range(0, len(sessions), SESSIONS_PER_MONTH):
@@ -716,9 +727,12 @@ def print_months(result: ReplayResult, record: ReplayRecord, sessions: list[dt.d
         mean_tokens = sum(tokens) / len(tokens) if tokens else 0.0
         approvable = sum(record.approvable_by_day[day] for day in days)
         critiques = sum(record.critiques_by_day[day] for day in days)
-        cells.append(f"{1000 * sum(seconds) / len(seconds):.0f}/{mean_tokens:,.0f}/{approvable}/{critiques}")
+        queries = result.day_queries[start : start + SESSIONS_PER_MONTH]
+        per_session = f"/{sum(queries) / len(queries):.0f}" if queries else ""
+        ms = 1000 * sum(seconds) / len(seconds)
+        cells.append(f"{ms:.0f}/{mean_tokens:,.0f}/{approvable}/{critiques}{per_session}")
     for start in range(0, len(cells), 6):
-        print("  " + "  ".join(f"{cell:>18}" for cell in cells[start : start + 6]))
+        print("  " + "  ".join(f"{cell:>22}" for cell in cells[start : start + 6]))
 
 
 def print_comparison(results: dict[str, ReplayResult], records: dict[str, ReplayRecord]) -> None:
