@@ -75,3 +75,18 @@ def test_a_viewer_watches_a_replay_without_buttons(log_in, live_server, page, vi
 
     assert page.locator("form.job-cancel, form.job-resume, form.replay-form").count() == 0
     assert page.locator("text=Replay history").count() == 0
+
+
+@pytest.mark.parametrize("width", [1366, 390])
+def test_a_strategys_realised_profit_shows_whole_on_a_laptop_and_a_phone(
+    log_in, live_server, page, viewer, strategy, width
+):
+    page.set_viewport_size({"width": width, "height": 900})
+    log_in("vera")
+    page.goto(f"{live_server.url}/strategies/")
+    table = page.locator(f"#perf-{strategy.pk}")
+    # A replay that lost more than a crore: the widest figure the column is likely to hold.
+    table.locator("[data-field=realised]").last.evaluate("cell => { cell.textContent = '-₹1,23,45,678.90'; }")
+
+    overflow = table.evaluate("table => table.scrollWidth - table.clientWidth")
+    assert overflow <= 0, f"the performance table is cut by {overflow} px at {width} px"
