@@ -11,7 +11,7 @@ date. The arithmetic is pure (``reviews.domain.loops``, ``reviews.domain.signal_
 
 What a finished run contributes (its notes, debate, theses, recalled lessons and citations) does
 not change, so the process keeps it from one pack of a strategy to the next and reads only the runs
-that are new or have changed since (``_Carried``): a replay's critiques then cost the days between
+that are new or have changed since (``_parts``): a replay's critiques then cost the days between
 them, not the whole lookback each time.
 
 The pack (JSON-able) holds the five dimensions of the review, the seven loop findings, an ``ids``
@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -34,6 +32,7 @@ from django.conf import settings
 
 from agents.models import Heuristic, MemoryEntry
 from agents.recording import memory_scopes
+from reviews.critique.kept import KeptPerStrategy
 from reviews.critique.signal_ics import ICWindow, critique_number, strategy_rank_ics
 from reviews.domain.loops import (
     DecisionFact,
@@ -358,49 +357,29 @@ def _read_parts(runs: list[RunRow]) -> dict[int, RunPart]:
     }
 
 
-class _Carried:
-    """The parts of finished runs, kept in this process from one pack of a strategy to its next.
-
-    A replay critiques its strategy every few days over a lookback that has moved by only those
-    days: reading each run's rows again was most of a critique's time, and grew with the lookback.
-    A part is used again only while its run's mark (state, attempts, made and finished at) is
-    unchanged, and only finished runs are kept. It holds the runs of each strategy's last pack,
-    for the ``STRATEGIES`` strategies packed most recently; a cleared replay drops its strategy's."""
-
-    STRATEGIES = 4
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._kept: OrderedDict[tuple[int, bool], dict[int, tuple[tuple[Any, ...], RunPart]]] = OrderedDict()
-
-    def parts(self, strategy: Strategy, is_replay: bool, runs: list[RunRow]) -> dict[int, RunPart]:
-        key = (strategy.pk, is_replay)
-        with self._lock:
-            kept = self._kept.get(key, {})
-        parts = {run.id: kept[run.id][1] for run in runs if run.id in kept and kept[run.id][0] == run.mark}
-        missing = [run for run in runs if run.id not in parts]
-        if missing:
-            parts.update(_read_parts(missing))
-        keep = {run.id: (run.mark, parts[run.id]) for run in runs if run.finished}
-        with self._lock:
-            self._kept[key] = keep
-            self._kept.move_to_end(key)
-            while len(self._kept) > self.STRATEGIES:
-                self._kept.popitem(last=False)
-        return parts
-
-    def forget(self, strategy: Strategy) -> None:
-        with self._lock:
-            for key in [key for key in self._kept if key[0] == strategy.pk]:
-                del self._kept[key]
+# A finished run's part under its id, with the mark it had when read; the runs of each strategy's
+# last pack (live and replay apart), for the four strategies packed most recently.
+_carried: KeptPerStrategy[tuple[int, bool], dict[int, tuple[tuple[Any, ...], RunPart]]] = KeptPerStrategy(4)
 
 
-_carried = _Carried()
+def _parts(strategy: Strategy, is_replay: bool, runs: list[RunRow]) -> dict[int, RunPart]:
+    """Each run's part: carried over from the strategy's last pack while its run's mark (state,
+    attempts, made and finished at) is unchanged, else read. Only finished runs' parts are kept for
+    the next pack: reading each run's rows again was most of a replay critique's time, and grew
+    with the lookback."""
+    key = (strategy.pk, is_replay)
+    kept = _carried.get(key) or {}
+    parts = {run.id: kept[run.id][1] for run in runs if run.id in kept and kept[run.id][0] == run.mark}
+    missing = [run for run in runs if run.id not in parts]
+    if missing:
+        parts.update(_read_parts(missing))
+    _carried.keep(key, {run.id: (run.mark, parts[run.id]) for run in runs if run.finished})
+    return parts
 
 
 def evidence_forget(strategy: Strategy) -> None:
     """Drop what this process kept of the strategy's runs (its replay is cleared and starts again)."""
-    _carried.forget(strategy)
+    _carried.forget(lambda key: key[0] == strategy.pk)
 
 
 def _load(strategy: Strategy, *, as_of: dt.date, is_replay: bool) -> Rows:
@@ -409,7 +388,7 @@ def _load(strategy: Strategy, *, as_of: dt.date, is_replay: bool) -> Rows:
     rows = Rows(strategy, as_of, is_replay, _strategy_runs(strategy, as_of=as_of, is_replay=is_replay))
     rows.universe = dict(strategy.universe.values_list("id", "symbol"))
     rows.runs = _run_rows(rows.strategy_runs, as_of)
-    rows.parts = _carried.parts(strategy, is_replay, rows.runs)
+    rows.parts = _parts(strategy, is_replay, rows.runs)
     rows.positions = list(
         Position.objects.filter(thesis__in=[fact.id for fact, _ in rows.theses], opened_on__lte=as_of)
         .select_related("instrument")

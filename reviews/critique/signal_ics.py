@@ -14,8 +14,7 @@ reads a bounded number of rows however long the strategy has lived.
 from __future__ import annotations
 
 import datetime as dt
-import threading
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -27,6 +26,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 
 from agents.roles.trader import HORIZON_SESSIONS
+from reviews.critique.kept import KeptPerStrategy
 from reviews.domain.signal_ic import (
     READ_BLOCKS,
     READ_FIELDS,
@@ -112,38 +112,11 @@ def _closes(instrument_ids: list[int], start: dt.date, as_of: dt.date) -> dict[s
     return closes
 
 
-class _KeptBundles:
-    """The parts of stored bundles the signals read, kept in this process from one IC window of a
-    strategy to its next. A snapshot's bundle never changes (a recomputation is a new row with its
-    own digest), so a part kept under its id and digest is the part the database would return: a
-    window that moved by a few days reads only those days' bundles. Holds each strategy's last
-    window, for the ``STRATEGIES`` strategies read most recently."""
-
-    STRATEGIES = 4
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._kept: OrderedDict[int, dict[tuple[int, str], dict[str, Any]]] = OrderedDict()
-
-    def get(self, strategy_id: int | None) -> dict[tuple[int, str], dict[str, Any]]:
-        with self._lock:
-            return self._kept.get(strategy_id, {}) if strategy_id is not None else {}
-
-    def keep(self, strategy_id: int | None, parts: dict[tuple[int, str], dict[str, Any]]) -> None:
-        if strategy_id is None:
-            return
-        with self._lock:
-            self._kept[strategy_id] = parts
-            self._kept.move_to_end(strategy_id)
-            while len(self._kept) > self.STRATEGIES:
-                self._kept.popitem(last=False)
-
-    def forget(self, strategy_id: int) -> None:
-        with self._lock:
-            self._kept.pop(strategy_id, None)
-
-
-_kept_bundles = _KeptBundles()
+# The signal blocks of each stored bundle a strategy's last IC window read, under the snapshot's id
+# and digest: a bundle never changes (a recomputation is a new row with its own digest), so a
+# block kept under both is the one the database would return. For the four strategies read most
+# recently.
+_kept_bundles: KeptPerStrategy[int, dict[tuple[int, str], dict[str, Any]]] = KeptPerStrategy(4)
 
 
 def _bundle_parts(snapshot_ids: list[int]) -> dict[int, dict[str, Any]]:
@@ -169,16 +142,17 @@ def _bundles(
         .order_by("instrument_id", "as_of", "computed_at", "id")
         .values_list("id", "digest", "instrument__symbol", "as_of")
     )
-    kept = _kept_bundles.get(strategy_id)
+    kept = (_kept_bundles.get(strategy_id) if strategy_id is not None else None) or {}
     read = _bundle_parts([pk for pk, digest, *_ in snapshots if (pk, digest) not in kept])
     parts = {(pk, digest): kept[(pk, digest)] if (pk, digest) in kept else read[pk] for pk, digest, *_ in snapshots}
-    _kept_bundles.keep(strategy_id, parts)
+    if strategy_id is not None:
+        _kept_bundles.keep(strategy_id, parts)
     return {(symbol, day): parts[(pk, digest)] for pk, digest, symbol, day in snapshots}
 
 
 def bundles_forget(strategy: Strategy) -> None:
     """Drop the bundle parts this process kept for the strategy's IC windows."""
-    _kept_bundles.forget(strategy.pk)
+    _kept_bundles.forget(lambda strategy_id: strategy_id == strategy.pk)
 
 
 def ics_from_rows(
