@@ -26,6 +26,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
+from functools import cached_property
 from typing import Any
 
 from django.conf import settings
@@ -116,7 +117,8 @@ class RunPart:
 @dataclass
 class Rows:
     """The stored rows one pack reads: the lookback's strategy runs and pipeline runs, each run's
-    part, and the positions of its theses."""
+    part, and the positions of its theses. The lists drawn from the parts are made once, when first
+    read (``_load`` fills the parts and statuses before anything reads them)."""
 
     strategy: Strategy
     as_of: dt.date
@@ -139,25 +141,25 @@ class Rows:
     def _in_run_order(self) -> list[RunPart]:
         return [self.parts[run_id] for run_id in sorted(self.parts)]
 
-    @property
+    @cached_property
     def notes(self) -> list[NoteFact]:
         """By run and role, as the database orders them."""
         return [note for part in self._in_run_order() for note in part.notes]
 
-    @property
+    @cached_property
     def decisions(self) -> list[DecisionFact]:
         return [part.decision for part in self._in_run_order() if part.decision is not None]
 
-    @property
+    @cached_property
     def theses(self) -> list[tuple[ThesisFact, int]]:
         """Each thesis with its account, by id."""
         return sorted((pair for part in self.parts.values() for pair in part.theses), key=lambda pair: pair[0].id)
 
-    @property
+    @cached_property
     def memory_ids(self) -> dict[int, tuple[int, ...]]:
         return {run_id: part.memory_ids for run_id, part in self.parts.items()}
 
-    @property
+    @cached_property
     def citations(self) -> list[tuple[int, str, str | None]]:
         """Accepted citations as (run, code, the heuristic's status now), by run and code."""
         return [

@@ -133,7 +133,7 @@ def _bundle_parts(snapshot_ids: list[int]) -> dict[int, dict[str, Any]]:
 
 
 def _bundles(
-    instrument_ids: list[int], start: dt.date, as_of: dt.date, *, strategy_id: int | None = None
+    instrument_ids: list[int], start: dt.date, as_of: dt.date, *, strategy_id: int
 ) -> dict[tuple[str, dt.date], Any]:
     """The latest stored bundle of each instrument's day (a later recomputation wins), as much of
     it as the signals read; those of ``strategy_id``'s last window are not read again."""
@@ -142,11 +142,10 @@ def _bundles(
         .order_by("instrument_id", "as_of", "computed_at", "id")
         .values_list("id", "digest", "instrument__symbol", "as_of")
     )
-    kept = (_kept_bundles.get(strategy_id) if strategy_id is not None else None) or {}
+    kept = _kept_bundles.get(strategy_id) or {}
     read = _bundle_parts([pk for pk, digest, *_ in snapshots if (pk, digest) not in kept])
     parts = {(pk, digest): kept[(pk, digest)] if (pk, digest) in kept else read[pk] for pk, digest, *_ in snapshots}
-    if strategy_id is not None:
-        _kept_bundles.keep(strategy_id, parts)
+    _kept_bundles.keep(strategy_id, parts)
     return {(symbol, day): parts[(pk, digest)] for pk, digest, symbol, day in snapshots}
 
 
