@@ -44,6 +44,7 @@ import os
 import platform
 import shutil
 import sqlite3
+import statistics
 import sys
 import tempfile
 import time
@@ -198,6 +199,7 @@ class ReplayResult:
     steps: StepTimes
     budget_before_ms: float
     day_queries: list[int] = field(default_factory=list)  # the replaying thread's, each day
+    day_cpu: list[float] = field(default_factory=list)  # this process's CPU seconds (all its threads), each day
 
 
 def refusal_kind(text: str) -> str:
@@ -216,7 +218,7 @@ def run_replay(
 
     from trading.strategies.replay import ApprovalPolicy, replay_strategy
 
-    approved, refused, decisions, day_seconds, day_queries = 0, Counter(), Counter(), [], []
+    approved, refused, decisions, day_seconds, day_queries, day_cpu = 0, Counter(), Counter(), [], [], []
     budget_before_ms, _ = budget_read_ms()
     cpu_before = cpu_seconds()
     queries = [0]
@@ -227,6 +229,7 @@ def run_replay(
 
     with timed_steps(strict) as steps, connection.execute_wrapper(count):
         started = last = time.perf_counter()
+        last_cpu = time.process_time()
         days = replay_strategy(
             strategy=strategy,
             start=sessions[0],
@@ -242,7 +245,9 @@ def run_replay(
             # the window): timed apart as "setup", it is not the day's own cost.
             day_seconds.append(now - last - (steps.seconds["setup"] if index == 1 else 0.0))
             day_queries.append(queries[0])
-            last, queries[0] = now, 0
+            now_cpu = time.process_time()
+            day_cpu.append(now_cpu - last_cpu)
+            last, last_cpu, queries[0] = now, now_cpu, 0
             approved += day.approved
             refused.update(refusal_kind(text) for text in day.refused)
             decisions[day.decision] += 1
@@ -250,7 +255,9 @@ def run_replay(
                 print(f"  ... {index}/{len(sessions)} sessions, {now - started:.0f} s", file=sys.stderr, flush=True)
         wall = time.perf_counter() - started
     cpu = cpu_seconds() - cpu_before  # the workers are joined (and counted) when the replay ends
-    return ReplayResult(wall, cpu, day_seconds, approved, refused, decisions, steps, budget_before_ms, day_queries)
+    return ReplayResult(
+        wall, cpu, day_seconds, approved, refused, decisions, steps, budget_before_ms, day_queries, day_cpu
+    )
 
 
 def cpu_seconds() -> float:
@@ -530,19 +537,22 @@ def print_critique_evidence(strategy: object, sessions: list[dt.date]) -> None:
     )
 
 
-def print_row_counts() -> None:
-    """The rows the replay left behind: what the later days read past."""
+def row_counts() -> dict[str, int]:
+    """The rows a replay leaves behind: what the later days read past."""
     from agents.models import MemoryEntry, ModelCall
     from trading.models import AuditEvent, PositionMark, StageRun
 
-    counts = {
+    return {
         "model calls": ModelCall.objects.count(),
         "stage runs": StageRun.objects.count(),
         "memory entries": MemoryEntry.objects.count(),
         "position marks": PositionMark.objects.count(),
         "audit events": AuditEvent.objects.count(),
     }
-    print("  rows at the end: " + ", ".join(f"{name} {count:,}" for name, count in counts.items()))
+
+
+def print_row_counts() -> None:
+    print("  rows at the end: " + ", ".join(f"{name} {count:,}" for name, count in row_counts().items()))
 
 
 def print_header(data_dir: Path, strategy: object, args: argparse.Namespace) -> None:
@@ -573,6 +583,124 @@ def print_header(data_dir: Path, strategy: object, args: argparse.Namespace) -> 
         f"Replay account: capital ₹{account.capital:,.0f}, risk {account.risk_per_trade_pct}% per trade, "
         f"max {account.max_positions} positions, max notional {account.max_notional_pct}%, "
         f"exposure cap {account.exposure_cap_pct}% (the desk defaults)"
+    )
+
+
+# --- the same month on an empty and on a full database ---------------------------------------------
+
+PROBE_NAME = "bench-replay-probe"
+PROBE_ROUNDS = 5
+
+
+@dataclass
+class HistoryProbe:
+    """A second strategy over the same universe, and a copy of the database made before any replay."""
+
+    strategy: object
+    empty: Path
+
+
+def history_probe_prepare(strategy: object, data_dir: Path) -> HistoryProbe | None:
+    """The probe's strategy, and the database copied as it stands now (seeded, nothing replayed);
+    None on PostgreSQL, whose database this bench does not copy."""
+    from django.db import connection
+
+    from trading.models import Strategy
+
+    if connection.vendor != "sqlite":
+        return None
+    probe = Strategy.objects.create(name=PROBE_NAME, philosophy=strategy.philosophy, provider=strategy.provider)
+    probe.universe.set(strategy.universe.all())
+    empty = data_dir / "before-any-replay.sqlite3"
+    connection.ensure_connection()
+    target = sqlite3.connect(empty)
+    try:
+        connection.connection.backup(target)  # SQLite's online backup: what is committed, WAL included
+    finally:
+        target.close()
+    return HistoryProbe(probe, empty)
+
+
+@contextmanager
+def database_file(path: Path) -> Iterator[None]:
+    """Django's database is the SQLite file ``path`` for the block, then the bench's own again."""
+    from django.db import connection
+
+    own = connection.settings_dict["NAME"]
+    connection.close()
+    connection.settings_dict["NAME"] = str(path)
+    try:
+        yield
+    finally:
+        connection.close()
+        connection.settings_dict["NAME"] = own
+
+
+def same_work(first: ReplayRecord, second: ReplayRecord) -> bool:
+    return (first.runs, first.theses_by_status, first.opened, first.closed, first.realised, first.reviews) == (
+        second.runs,
+        second.theses_by_status,
+        second.opened,
+        second.closed,
+        second.realised,
+        second.reviews,
+    )
+
+
+def print_history_probe(probe: HistoryProbe | None, sessions: list[dt.date], data_dir: Path) -> None:
+    """Whether a session costs more because rows are stored, with the work held the same: the last
+    month replayed by the probe's strategy (its own fresh account) on the fast path, on a copy of
+    the database from before any replay and on this database after the paths above, in turns so
+    that a shared machine's drift falls on both alike. Same sessions, same account, same answers
+    (checked): the only difference is the stored history. Means over the month's sessions after
+    its first (which holds the replay's start-up), in wall and in CPU milliseconds, and the queries;
+    unlike times, a count does not move with the machine."""
+    if probe is None:
+        print("\nThe same month on an empty and on a full database: SQLite only (the bench copies its file)")
+        return
+    month = sessions[-min(SESSIONS_PER_MONTH, len(sessions)) :]
+    if len(month) < 2:
+        return
+    stored = row_counts()
+    print(
+        f"\nThe same month on an empty and on a full database: the last {len(month)} sessions ({month[0]} to "
+        f"{month[-1]}), replayed by a second strategy on the same universe with its own fresh account (fast path), "
+        "in turns on a copy of the database from before any replay and on this one ("
+        + ", ".join(f"{name} {count:,}" for name, count in stored.items())
+        + "); per session after the first:"
+    )
+    print(
+        f"  {'round':<6} {'wall ms empty':>14} {'full':>6} {'full/empty':>11} {'CPU ms empty':>13} {'full':>6} "
+        f"{'full/empty':>11} {'queries empty / full':>21}"
+    )
+    wall_ratios, cpu_ratios, records = [], [], []
+
+    def per_session(values: list[float]) -> float:
+        return sum(values[1:]) * 1000 / (len(values) - 1)
+
+    for round_number in range(1, PROBE_ROUNDS + 1):
+        fresh = data_dir / f"probe-{round_number}.sqlite3"
+        shutil.copyfile(probe.empty, fresh)
+        with database_file(fresh):
+            empty = run_replay(probe.strategy, month, progress=False, strict=False, fast=True)
+            records.append(read_record(probe.strategy))
+        fresh.unlink()
+        full = run_replay(probe.strategy, month, progress=False, strict=False, fast=True)
+        records.append(read_record(probe.strategy))
+        walls = [per_session(result.day_seconds) for result in (empty, full)]
+        cpus = [per_session(result.day_cpu) for result in (empty, full)]
+        queries = [sum(result.day_queries[1:]) / (len(month) - 1) for result in (empty, full)]
+        wall_ratios.append(walls[1] / walls[0])
+        cpu_ratios.append(cpus[1] / cpus[0])
+        print(
+            f"  {round_number:<6} {walls[0]:14.0f} {walls[1]:6.0f} {wall_ratios[-1]:11.2f} {cpus[0]:13.0f} "
+            f"{cpus[1]:6.0f} {cpu_ratios[-1]:11.2f} {f'{queries[0]:.0f} / {queries[1]:.0f}':>21}"
+        )
+    identical = all(same_work(records[0], record) for record in records[1:])
+    print(
+        f"  median full/empty: {statistics.median(wall_ratios):.2f} wall, {statistics.median(cpu_ratios):.2f} CPU; "
+        "runs, theses, positions, reviews and realised PnL "
+        f"{'identical in every replay' if identical else 'DIFFER between the replays'} (₹{records[0].realised:,.2f})"
     )
 
 
@@ -643,6 +771,12 @@ def parse_arguments() -> argparse.Namespace:
         help="scaling points, instruments x years on the fast path (e.g. 12x0.2 24x0.2 12x0.4); "
         "with no value: 6x0.1 12x0.1 6x0.2; big sizes such as 100x2 only when asked",
     )
+    parser.add_argument(
+        "--no-history-probe",
+        dest="history_probe",
+        action="store_false",
+        help="skip the last month replayed again on an empty and on a full database (SQLite, after the fast path)",
+    )
     parser.add_argument("--scale-point", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.paths is None:
@@ -676,6 +810,7 @@ def bench(args: argparse.Namespace, data_dir: Path) -> None:
 
         strategy.universe.set(Instrument.objects.filter(is_active=True).order_by("symbol")[: args.instruments])
     sessions = last_sessions(strategy, args.days)
+    probe = history_probe_prepare(strategy, data_dir) if args.history_probe and "fast" in args.paths else None
     print_header(data_dir, strategy, args)
     print(f"Demo seeded in {seed_s:.1f} s (not counted)")
     walls: dict[str, ReplayResult] = {}
@@ -695,6 +830,8 @@ def bench(args: argparse.Namespace, data_dir: Path) -> None:
         print_critique_evidence(strategy, sessions)
         print_row_counts()
     print_comparison(walls, records)
+    if args.history_probe and "fast" in args.paths:
+        print_history_probe(probe, sessions, data_dir)
 
 
 SESSIONS_PER_MONTH = 21
