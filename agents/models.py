@@ -10,8 +10,10 @@ from simple_history.models import HistoricalRecords
 class ModelCall(models.Model):
     """One attempt at one model call: enough to audit it, price it and replay it offline."""
 
+    # A call is the record of money spent, so it outlives its run: a replay started again deletes its
+    # runs, and the day's spend (the daily cost budget) must still count what their calls cost.
     run = models.ForeignKey(
-        "trading.PipelineRun", on_delete=models.CASCADE, null=True, blank=True, related_name="model_calls"
+        "trading.PipelineRun", on_delete=models.SET_NULL, null=True, blank=True, related_name="model_calls"
     )
     role = models.CharField(max_length=32)
     symbol = models.CharField(max_length=32)

@@ -96,3 +96,36 @@ def test_a_runs_own_flushed_calls_are_not_counted_twice(instrument_with_bars, se
     budget.refresh()
 
     assert budget.day_cost_before + recorder.cost == Decimal("0.3")
+
+
+def test_a_replay_started_again_still_counts_what_its_deleted_runs_spent_today(instrument_with_bars, settings):
+    """Starting a replay again deletes the previous replay's runs; the money their calls spent was
+    spent all the same, so the day's budget must not get it back (it would let a paid replay be run
+    again and again past the daily cap)."""
+    from trading.models import Strategy, StrategyRun
+    from trading.strategies.replay import replay_clear
+
+    settings.LLM = {**settings.LLM, "DAILY_COST_BUDGET": 1.0, "RUN_TOKEN_BUDGET": 0}
+    day = instrument_with_bars.bars.last().date
+    strategy = Strategy.objects.create(name="paid swing", philosophy="Trend swings.", provider="anthropic")
+    strategy.universe.set([instrument_with_bars])
+    strategy_run = StrategyRun.objects.create(strategy=strategy, as_of=day, is_replay=True)
+    run = pipeline_run_create(
+        instrument=instrument_with_bars, as_of=day, provider="offline", strategy_run=strategy_run, is_replay=True
+    )
+    spent = _call("0.80", run=run)
+
+    replay_clear(strategy)
+
+    assert not PipelineRun.objects.filter(pk=run.pk).exists()
+    spent.refresh_from_db()
+    assert spent.run_id is None and spent.cost == Decimal("0.80")
+    later = pipeline_run_create(instrument=instrument_with_bars, as_of=day, provider="offline")
+    budget = RunBudget(
+        run_id=later.pk, recorder=BufferedRecorder(run_id=later.pk, prices=PriceTable()), provider="anthropic"
+    )
+    assert budget.day_cost_before == Decimal("0.80")
+    _call("0.25")
+    budget.refresh()
+    with pytest.raises(BudgetExceeded, match="daily cost budget spent"):
+        budget.check()
