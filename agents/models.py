@@ -11,7 +11,8 @@ class ModelCall(models.Model):
     """One attempt at one model call: enough to audit it, price it and replay it offline."""
 
     # A call is the record of money spent, so it outlives its run: a replay started again deletes its
-    # runs, and the day's spend (the daily cost budget) must still count what their calls cost.
+    # runs, and the day's spend (the daily cost budget) must still count what their calls cost. (The
+    # replay deletes its free calls itself, so the table does not grow with every replay started.)
     run = models.ForeignKey(
         "trading.PipelineRun", on_delete=models.SET_NULL, null=True, blank=True, related_name="model_calls"
     )

@@ -114,12 +114,14 @@ def test_a_replay_started_again_still_counts_what_its_deleted_runs_spent_today(i
         instrument=instrument_with_bars, as_of=day, provider="offline", strategy_run=strategy_run, is_replay=True
     )
     spent = _call("0.80", run=run)
+    free = _call("0", run=run)  # a call that cost nothing has nothing to count: it goes with its run
 
     replay_clear(strategy)
 
     assert not PipelineRun.objects.filter(pk=run.pk).exists()
     spent.refresh_from_db()
     assert spent.run_id is None and spent.cost == Decimal("0.80")
+    assert not ModelCall.objects.filter(pk=free.pk).exists()
     later = pipeline_run_create(instrument=instrument_with_bars, as_of=day, provider="offline")
     budget = RunBudget(
         run_id=later.pk, recorder=BufferedRecorder(run_id=later.pk, prices=PriceTable()), provider="anthropic"

@@ -24,7 +24,7 @@ from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 
 from agents.domain.memory import replay_scope
-from agents.models import MemoryEntry
+from agents.models import MemoryEntry, ModelCall
 from trading.access import APPROVER, ensure_desk_groups
 from trading.audit import audit_record
 from trading.book import broker
@@ -110,6 +110,9 @@ def replay_clear(strategy: Strategy) -> None:
     MemoryEntry.objects.filter(scope=replay_scope(account.pk)).delete()
     Position.objects.filter(account=account).delete()
     Order.objects.filter(account=account).delete()
+    # Its runs' model calls go with them, except those that cost money: a call's record outlives its
+    # run (detached), since the day's spend must still count it against the daily budget.
+    ModelCall.objects.filter(run__strategy_run__strategy=strategy, run__is_replay=True, cost=0).delete()
     StrategyRun.objects.filter(strategy=strategy, is_replay=True).delete()
     # Its critiques' directives go with its runs (a new replay is critiqued afresh), and the layer
     # above clears the critiques themselves.
