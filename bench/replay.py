@@ -33,6 +33,12 @@ fast path, each in a fresh process, and prints wall time and peak memory per poi
 runs each day's pipeline runs of the fast path (and of the scaling points) in N worker processes;
 their steps are then timed inside the workers, so the split shows the parent's share only, and the
 peak memory adds the largest worker's.
+
+After the fast path (SQLite), the window's last month is replayed again by a second strategy on the
+same universe, five times in turns on a copy of the database made before any replay and on the
+bench's database as the paths left it: the same work with and without a year of stored rows, to
+tell a cost that grows with the history from one that follows the month's own work
+(``--no-history-probe`` skips it).
 """
 
 from __future__ import annotations
