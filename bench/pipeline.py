@@ -67,13 +67,16 @@ SYNTHETIC_TICK = 0.05
 # --- setting up Django against a throwaway database -----------------------------------------------
 
 
-def use_throwaway_database(data_dir: Path) -> None:
+def use_throwaway_database(data_dir: Path, database_url: str | None = None) -> None:
     """Point the settings at ``data_dir`` before Django reads them, and drop anything that would
-    send the bench to a shared PostgreSQL or Redis."""
+    send the bench to a shared PostgreSQL or Redis; ``database_url`` names a database of the
+    bench's own instead of the SQLite file in ``data_dir``."""
     os.environ["DESK_DATA_DIR"] = str(data_dir)
     os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
     for name in ("DATABASE_URL", "REDIS_URL", "REQUIRE_SERVICES"):
         os.environ.pop(name, None)
+    if database_url is not None:
+        os.environ["DATABASE_URL"] = database_url
     import django
 
     django.setup()

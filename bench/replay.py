@@ -563,12 +563,11 @@ def print_row_counts() -> None:
 
 def print_header(data_dir: Path, strategy: object, args: argparse.Namespace) -> None:
     from django.conf import settings
+    from django.db import connection
 
     from trading.book.accounts import replay_account
 
     account = replay_account(strategy.name)
-    from django.db import connection
-
     if connection.vendor == "postgresql":
         version = connection.cursor().connection.info.server_version  # 150020 is 15.20
         engine = f"PostgreSQL {version // 10000}.{version % 10000}"
@@ -642,15 +641,9 @@ def database_file(path: Path) -> Iterator[None]:
         connection.settings_dict["NAME"] = own
 
 
-def same_work(first: ReplayRecord, second: ReplayRecord) -> bool:
-    return (first.runs, first.theses_by_status, first.opened, first.closed, first.realised, first.reviews) == (
-        second.runs,
-        second.theses_by_status,
-        second.opened,
-        second.closed,
-        second.realised,
-        second.reviews,
-    )
+def work_done(record: ReplayRecord) -> tuple[Any, ...]:
+    """What a replay produced, to tell two replays of the same work from two that differ."""
+    return (record.runs, record.theses_by_status, record.opened, record.closed, record.realised, record.reviews)
 
 
 def print_history_probe(probe: HistoryProbe | None, sessions: list[dt.date], data_dir: Path) -> None:
@@ -702,7 +695,7 @@ def print_history_probe(probe: HistoryProbe | None, sessions: list[dt.date], dat
             f"  {round_number:<6} {walls[0]:14.0f} {walls[1]:6.0f} {wall_ratios[-1]:11.2f} {cpus[0]:13.0f} "
             f"{cpus[1]:6.0f} {cpu_ratios[-1]:11.2f} {f'{queries[0]:.0f} / {queries[1]:.0f}':>21}"
         )
-    identical = all(same_work(records[0], record) for record in records[1:])
+    identical = all(work_done(record) == work_done(records[0]) for record in records[1:])
     print(
         f"  median full/empty: {statistics.median(wall_ratios):.2f} wall, {statistics.median(cpu_ratios):.2f} CPU; "
         "runs, theses, positions, reviews and realised PnL "
@@ -724,14 +717,7 @@ def use_throwaway_postgres(data_dir: Path, server: str) -> str:
     name = f"desk_bench_replay_{os.getpid()}"
     with psycopg.connect(server, autocommit=True) as admin:
         admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    os.environ["DESK_DATA_DIR"] = str(data_dir)
-    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
-    os.environ["DATABASE_URL"] = urlunsplit(urlsplit(server)._replace(path=f"/{name}"))
-    for variable in ("REDIS_URL", "REQUIRE_SERVICES"):
-        os.environ.pop(variable, None)
-    import django
-
-    django.setup()
+    use_throwaway_database(data_dir, urlunsplit(urlsplit(server)._replace(path=f"/{name}")))
     return name
 
 
