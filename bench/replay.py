@@ -3,7 +3,7 @@
 Run from the project root:
 
     .venv/bin/python bench/replay.py [--days N] [--quick] [--keep] [--paths plain,fast] [--instruments N]
-                                     [--workers N] [--scale [NxY ...]]
+                                     [--workers N] [--scale [NxY ...]] [--baseline COMMIT]
 
 One strategy over the 12 demo instruments (``seed_demo``), replayed over the last N sessions of the
 demo (default 250, about a year; ``--quick`` 30) with the offline model, approval policy ``all``
@@ -39,19 +39,29 @@ same universe, five times in turns on a copy of the database made before any rep
 bench's database as the paths left it: the same work with and without a year of stored rows, to
 tell a cost that grows with the history from one that follows the month's own work
 (``--no-history-probe`` skips it).
+
+``--baseline COMMIT`` first replays the same number of sessions with the code of an earlier commit of
+this checkout (its files exported to a temp directory, its own ``bench/replay.py`` run there in a
+child process on SQLite), so a target set against the code of that day is measured on the same
+machine in the same run; the comparison then prints each path's speed against it.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import io
 import logging
 import os
 import platform
+import re
+import resource
 import shutil
 import sqlite3
 import statistics
+import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from collections import Counter, defaultdict
@@ -706,6 +716,87 @@ def print_history_probe(probe: HistoryProbe | None, sessions: list[dt.date], dat
 # --- entry point -----------------------------------------------------------------------------------
 
 
+# --- the plain path as an earlier commit had it ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """What an earlier commit's own ``bench/replay.py`` printed for its replay of the same window."""
+
+    revision: str
+    wall_s: float
+    cpu_s: float  # the child process's user + system seconds, seeding and migrations included
+    first: str
+    last: str
+    runs: int
+    realised: str  # as printed, with its currency sign
+
+
+_REPLAYED = re.compile(r"^Replayed \d+ sessions \((\S+) to (\S+)\) in ([\d.]+) s", re.MULTILINE)
+_RUNS = re.compile(r"^\s+pipeline runs\s+([\d,]+)", re.MULTILINE)
+_REALISED = re.compile(r"^\s+realised PnL\s+(\S+) net of costs", re.MULTILINE)
+
+
+def run_baseline(revision: str, days: int) -> Baseline:
+    """Replay the last ``days`` demo sessions with the code of ``revision`` (a commit of this
+    checkout): its files are exported to a temp directory and its own ``bench/replay.py`` runs there
+    in a child process, on a throwaway SQLite database of its own. Run before this bench's paths,
+    on the same machine, it gives the "before" of a target set against the code of that day."""
+    found = subprocess.run(
+        ["git", "-C", str(PROJECT_ROOT), "rev-parse", "--verify", "--short", f"{revision}^{{commit}}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if found.returncode != 0:
+        raise SystemExit(f"--baseline {revision}: not a commit of this checkout ({found.stderr.strip()})")
+    short = found.stdout.strip()
+    tree = Path(tempfile.mkdtemp(prefix=f"desk-bench-baseline-{short}-"))
+    try:
+        exported = subprocess.run(
+            ["git", "-C", str(PROJECT_ROOT), "archive", "--format=tar", short], capture_output=True, check=True
+        )
+        with tarfile.open(fileobj=io.BytesIO(exported.stdout)) as archive:
+            archive.extractall(tree, filter="data")
+        script = tree / "bench" / "replay.py"
+        if not script.exists():
+            raise SystemExit(f"--baseline {short}: that commit has no bench/replay.py")
+        # Its own throwaway database, whatever this process was pointed at.
+        env = {name: value for name, value in os.environ.items() if name not in ("DATABASE_URL", "REDIS_URL")}
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        print(f"Replaying the same {days} sessions with the code of {short} (its own bench/replay.py) ...", flush=True)
+        ran = subprocess.run(
+            [sys.executable, str(script), "--days", str(days), "--no-progress"],
+            cwd=tree,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    finally:
+        shutil.rmtree(tree, ignore_errors=True)
+    replayed, runs, realised = (pattern.search(ran.stdout) for pattern in (_REPLAYED, _RUNS, _REALISED))
+    if ran.returncode != 0 or replayed is None or runs is None or realised is None:
+        tail = "\n".join((ran.stdout + ran.stderr).splitlines()[-15:])
+        raise SystemExit(f"--baseline {short}: its bench failed (exit {ran.returncode}):\n{tail}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    baseline = Baseline(
+        revision=short,
+        wall_s=float(replayed.group(3)),
+        cpu_s=cpu,
+        first=replayed.group(1),
+        last=replayed.group(2),
+        runs=int(runs.group(1).replace(",", "")),
+        realised=realised.group(1),
+    )
+    print(
+        f"  {short}: {baseline.first} to {baseline.last}, {baseline.runs:,} pipeline runs in {baseline.wall_s:.1f} s "
+        f"({baseline.cpu_s:.1f} s CPU with its seeding); realised PnL {baseline.realised}"
+    )
+    return baseline
+
+
 def use_throwaway_postgres(data_dir: Path, server: str) -> str:
     """A new database on the PostgreSQL server of ``server`` (a URL of any database there, such as
     its ``postgres``), named for this process, and Django pointed at it; its name, for the drop."""
@@ -769,6 +860,12 @@ def parse_arguments() -> argparse.Namespace:
         action="store_false",
         help="skip the last month replayed again on an empty and on a full database (SQLite, after the fast path)",
     )
+    parser.add_argument(
+        "--baseline",
+        metavar="COMMIT",
+        help="first replay the same sessions with the code of COMMIT (its own bench/replay.py, in a child process "
+        "on SQLite; all 12 instruments) and compare each path with it",
+    )
     parser.add_argument("--scale-point", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.paths is None:
@@ -786,10 +883,15 @@ def parse_arguments() -> argparse.Namespace:
         parser.error("--days must be at least 1")
     if args.workers < 1:
         parser.error("--workers must be at least 1")
+    if args.baseline and (args.postgres or args.instruments or not args.paths):
+        parser.error(
+            "--baseline compares the demo's 12 instruments on SQLite: not with --postgres, --instruments "
+            "or an empty --paths"
+        )
     return args
 
 
-def bench(args: argparse.Namespace, data_dir: Path) -> None:
+def bench(args: argparse.Namespace, data_dir: Path, baseline: Baseline | None = None) -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
@@ -821,7 +923,7 @@ def bench(args: argparse.Namespace, data_dir: Path) -> None:
         print_months(result, record, sessions)
         print_critique_evidence(strategy, sessions)
         print_row_counts()
-    print_comparison(walls, records)
+    print_comparison(walls, records, sessions, baseline)
     if args.history_probe and "fast" in args.paths:
         print_history_probe(probe, sessions, data_dir)
 
@@ -864,21 +966,45 @@ def print_months(result: ReplayResult, record: ReplayRecord, sessions: list[dt.d
         print("  " + "  ".join(f"{cell:>22}" for cell in cells[start : start + 6]))
 
 
-def print_comparison(results: dict[str, ReplayResult], records: dict[str, ReplayRecord]) -> None:
-    """Before (plain) and after (fast), measured in this run on this machine, and whether the
-    per-session time stays flat from the first month to the last."""
+def print_comparison(
+    results: dict[str, ReplayResult],
+    records: dict[str, ReplayRecord],
+    sessions: list[dt.date],
+    baseline: Baseline | None = None,
+) -> None:
+    """Before (plain, and the code of ``baseline`` when given) and after (fast), measured in this
+    run on this machine, and whether the per-session time stays flat from the first month to the last."""
     print("\nBefore and after (same machine, same run, same window):")
     print(
-        f"  {'path':<7} {'wall s':>9} {'cpu s':>8} {'runs/s':>8} {'ms/session 1st month':>21} {'last month':>11} "
+        f"  {'path':<11} {'wall s':>9} {'cpu s':>8} {'runs/s':>8} {'ms/session 1st month':>21} {'last month':>11} "
         f"{'last/first':>10}"
     )
+    if baseline is not None:
+        print(
+            f"  {'at ' + baseline.revision:<11} {baseline.wall_s:9.1f} {'':>8} {baseline.runs / baseline.wall_s:8.1f}"
+            f"   (its CPU, seeding included: {baseline.cpu_s:.1f} s)"
+        )
     for path, result in results.items():
         runs = sum(records[path].runs.values())
         first, last = month_means(result.day_seconds)
         print(
-            f"  {path:<7} {result.wall_s:9.1f} {result.cpu_s:8.1f} {runs / result.wall_s:8.1f} {first * 1000:21.0f} "
+            f"  {path:<11} {result.wall_s:9.1f} {result.cpu_s:8.1f} {runs / result.wall_s:8.1f} {first * 1000:21.0f} "
             f"{last * 1000:11.0f} {last / first:10.2f}"
         )
+    if baseline is not None:
+        window = (sessions[0].isoformat(), sessions[-1].isoformat())
+        # Its demo may have had another holiday calendar: the same number of sessions, ending on
+        # the same day, may then start on another.
+        where = (
+            "the same window"
+            if window == (baseline.first, baseline.last)
+            else f"as many sessions by its own calendar, {baseline.first} to {baseline.last}"
+        )
+        for path, result in results.items():
+            print(
+                f"  {path} path: {baseline.wall_s / result.wall_s:.2f}x the speed of {baseline.revision}'s plain path "
+                f"({where}; its realised PnL {baseline.realised}, this path's ₹{records[path].realised:,.2f})"
+            )
     if "plain" not in results:
         return
     plain = records["plain"]
@@ -975,12 +1101,14 @@ def main() -> None:
     os.environ["DEBUG"] = "0"  # DEBUG keeps every query in memory: slower, and growing
     database = None
     try:
+        # Before this process sets up its own database: the earlier code runs alone on the machine.
+        baseline = run_baseline(args.baseline, args.days) if args.baseline else None
         if args.postgres:
             database = use_throwaway_postgres(data_dir, args.postgres)
         else:
             use_throwaway_database(data_dir)
         if args.paths:
-            bench(args, data_dir)
+            bench(args, data_dir, baseline)
         if args.scale:
             scaling(args.scale, workers=args.workers)
     finally:
