@@ -737,6 +737,23 @@ _RUNS = re.compile(r"^\s+pipeline runs\s+([\d,]+)", re.MULTILINE)
 _REALISED = re.compile(r"^\s+realised PnL\s+(\S+) net of costs", re.MULTILINE)
 
 
+def baseline_read(revision: str, printed: str, cpu_s: float) -> Baseline | None:
+    """What a bench's printed outcome says of its replay (the lines ``print_outcome`` prints, in
+    every version of this bench), or None when a line is missing."""
+    replayed, runs, realised = (pattern.search(printed) for pattern in (_REPLAYED, _RUNS, _REALISED))
+    if replayed is None or runs is None or realised is None:
+        return None
+    return Baseline(
+        revision=revision,
+        wall_s=float(replayed.group(3)),
+        cpu_s=cpu_s,
+        first=replayed.group(1),
+        last=replayed.group(2),
+        runs=int(runs.group(1).replace(",", "")),
+        realised=realised.group(1),
+    )
+
+
 def run_baseline(revision: str, days: int) -> Baseline:
     """Replay the last ``days`` demo sessions with the code of ``revision`` (a commit of this
     checkout): its files are exported to a temp directory and its own ``bench/replay.py`` runs there
@@ -776,20 +793,11 @@ def run_baseline(revision: str, days: int) -> Baseline:
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
     finally:
         shutil.rmtree(tree, ignore_errors=True)
-    replayed, runs, realised = (pattern.search(ran.stdout) for pattern in (_REPLAYED, _RUNS, _REALISED))
-    if ran.returncode != 0 or replayed is None or runs is None or realised is None:
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    baseline = baseline_read(short, ran.stdout, cpu) if ran.returncode == 0 else None
+    if baseline is None:
         tail = "\n".join((ran.stdout + ran.stderr).splitlines()[-15:])
         raise SystemExit(f"--baseline {short}: its bench failed (exit {ran.returncode}):\n{tail}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    baseline = Baseline(
-        revision=short,
-        wall_s=float(replayed.group(3)),
-        cpu_s=cpu,
-        first=replayed.group(1),
-        last=replayed.group(2),
-        runs=int(runs.group(1).replace(",", "")),
-        realised=realised.group(1),
-    )
     print(
         f"  {short}: {baseline.first} to {baseline.last}, {baseline.runs:,} pipeline runs in {baseline.wall_s:.1f} s "
         f"({baseline.cpu_s:.1f} s CPU with its seeding); realised PnL {baseline.realised}"
