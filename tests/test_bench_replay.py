@@ -19,7 +19,8 @@ Replayed 30 sessions (2026-10-12 to 2026-11-20) in 35.7 s: 0.84 sessions/second,
   pipeline runs         360  by status {'completed': 241, 'held': 119}
   theses                241  risk-approved 70; by status {'risk_rejected': 171, 'approved': 31, 'expired': 39}
   approvals              31  refused 39 {'the book has moved since this thesis was sized': 39}
-  positions opened       20  closed 15 (exits {'horizon': 9, 'stop': 4, 'target': 2}), still open 5; orders 0
+  positions opened       20  closed 15 (exits {'horizon': 9, 'stop': 4, 'target': 2}), still open 5; \
+orders still working 0
   reviews written        15
   realised PnL       ₹8,676.88 net of costs
 
