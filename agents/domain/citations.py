@@ -22,6 +22,7 @@ distance-in-percent fields). Only technical indicators are checked.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator, Mapping, Sequence
 
@@ -95,8 +96,12 @@ _FILLER_WORDS = ("is", "was", "at", "of", "near", "around", "about", "stands", "
 _FILLER = r"(?:\s*(?:=|:|≈|~|" + "|".join(rf"\b{word}\b" for word in _FILLER_WORDS) + "))*"
 _NUMBER = r"[-+−]?\s?(?:₹|rs\.?|inr)?\s?[-+−]?(?:\d{1,3}(?:,\d{2,3})+|\d+)(?:\.\d+)?"
 _UNIT_AFTER = re.compile(r"\s*(?:%|x\b|×|days?\b|sessions?\b|bars?\b|-day\b|crore\b|cr\b)", re.IGNORECASE)
+# Every name above starts with one of these characters (either case). Checked first, before the
+# look-behind and the twenty names are tried at a position, it lets most positions of a text be
+# passed over at once: the same matches, about twice as fast (a test holds the two to the same).
+NAME_STARTS = "sradebmulpc25"
 _NAMED = re.compile(
-    r"(?<![\w.])(?:"
+    rf"(?=[{NAME_STARTS}])(?<![\w.])(?:"
     + "|".join(rf"(?P<{field}>{pattern})" for field, pattern in _ALIASES)
     + rf")(?![\w]){_FILLER}\s*(?P<value>{_NUMBER})(?![\d.,]\d)",
     re.IGNORECASE,
@@ -168,9 +173,16 @@ def _named(text: str, taken: Sequence[tuple[int, int]]) -> Iterator[tuple[str, s
 
 def extract_citations(text: str) -> list[tuple[str, str]]:
     """(field, cited figure as written) for every indicator value ``text`` names, in reading order."""
+    return list(_extracted(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _extracted(text: str) -> tuple[tuple[str, str], ...]:
+    # Kept per text: a run's notes repeat their lines (a key point is often its evidence too), and
+    # about half the texts a replay checks were checked already.
     composites = list(_composites(text))
     taken = sorted({(start, end) for start, end, _, _ in composites})
-    return [(name, value) for _, _, name, value in composites] + list(_named(text, taken))
+    return tuple([(name, value) for _, _, name, value in composites] + list(_named(text, taken)))
 
 
 def _note_texts(note: AnalystNote) -> list[str]:

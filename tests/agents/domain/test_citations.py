@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from agents.domain import citations
 from agents.domain.citations import check_citations, extract_citations, mismatch_warnings
 from agents.domain.llm import ModelRequest
 from agents.roles import AnalystNote, OfflineModel, run_analysts
@@ -61,6 +65,45 @@ def test_it_reads_the_indicator_values_a_text_cites(text: str, expected: list[tu
 )
 def test_it_reads_nothing_where_no_indicator_value_is_cited(text: str) -> None:
     assert extract_citations(text) == []
+
+
+# Every spelling of a name the reader knows, in both cases, and what may stand around them.
+NAME_SPELLINGS = [
+    "RSI", "rsi_14", "RSI(14)", "ATR 14", "atr", "SMA50", "sma_200", "DMA 20", "200-day moving average",
+    "50 day SMA", "20-day EMA", "EMA20", "MACD", "macd_hist", "MACD histogram", "MACD signal line", "macd line",
+    "BB upper", "bb_middle", "BB lower", "upper Bollinger band", "Bollinger middle", "lower bollinger",
+    "swing high", "Swing_Low", "prev close", "Previous Close", "last close", "Close", "last price",
+    "closing price", "Support", "resistance", "support distance pct", "Resistance_Distance",
+]  # fmt: skip
+FILLERS = ["", " ", "=", ": ", " at ", " is ", " near ", " of ", " ~", " ≈ "]
+NUMBERS = ["32.4", "2,450.50", "₹745", "Rs. 2,310", "-1.20", "+2.00", "70", "14", "3%", "12x", "5 days"]
+OTHERS = [" ", ", ", ". ", "(", ")", " / ", "above", "x", "9", ".", "_", "é", "n/a", "\n"]
+
+
+@given(st.lists(st.sampled_from(NAME_SPELLINGS + FILLERS + NUMBERS + OTHERS), max_size=14).map("".join))
+def test_the_quick_first_character_check_changes_no_match(text: str) -> None:
+    """The reader tries a position only when a name can start there; without that check it finds
+    exactly the same names, values and places."""
+    unchecked = re.compile(citations._NAMED.pattern.replace(f"(?=[{citations.NAME_STARTS}])", "", 1), re.I)
+    assert unchecked.pattern != citations._NAMED.pattern
+
+    def found(pattern: re.Pattern[str]) -> list[tuple[int, int, dict[str, str | None]]]:
+        return [(match.start(), match.end(), match.groupdict()) for match in pattern.finditer(text)]
+
+    assert found(citations._NAMED) == found(unchecked)
+
+
+def test_every_spelling_of_a_name_starts_with_a_character_the_check_lets_through() -> None:
+    for spelling in NAME_SPELLINGS:
+        assert spelling[0].lower() in citations.NAME_STARTS, spelling
+        assert extract_citations(f"{spelling} 12.5"), spelling
+
+
+def test_a_text_read_again_gives_a_list_of_its_own() -> None:
+    first = extract_citations("RSI 14 at 32.4")
+    first.append(("atr_14", "1"))
+
+    assert extract_citations("RSI 14 at 32.4") == [("rsi_14", "32.4")]
 
 
 def _note(*evidence: str, summary: str = "A view.") -> AnalystNote:
