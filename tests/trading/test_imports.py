@@ -256,8 +256,18 @@ def test_a_bar_dated_after_today_is_refused_with_the_desk_clock_named(universe, 
     assert not DailyBar.objects.exists()
 
 
-def test_a_bar_dated_tomorrow_is_refused_and_one_dated_today_is_not(universe, tmp_path):
+def test_a_bar_dated_tomorrow_is_refused_and_one_dated_today_is_not(universe, tmp_path, monkeypatch):
+    # The desk's clock at noon on the last NSE session up to today: on a weekend or a holiday,
+    # today's bar would be refused for another reason (no session that day).
+    from django.utils import timezone
+
+    from trading.market.domain.calendar import sessions
+
+    session = sessions("NSE", _today() - dt.timedelta(days=14), _today())[-1]
+    noon = dt.datetime.combine(session, dt.time(12), tzinfo=timezone.get_current_timezone())
+    monkeypatch.setattr(timezone, "now", lambda: noon)
     today, tomorrow = _today(), _today() + dt.timedelta(days=1)
+    assert today == session
     rows = f"RELIANCE,{today},100,105,99,104,1000\nTCS,{tomorrow},100,105,99,104,1000\n"
 
     report = import_bars(write(tmp_path, HEADER + rows))
