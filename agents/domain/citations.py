@@ -178,8 +178,8 @@ def extract_citations(text: str) -> list[tuple[str, str]]:
 
 @functools.lru_cache(maxsize=4096)
 def _extracted(text: str) -> tuple[tuple[str, str], ...]:
-    # Kept per text: a run's notes repeat their lines (a key point is often its evidence too), and
-    # about half the texts a replay checks were checked already.
+    # Kept per text: the same lines recur from run to run (an abstaining analyst's reason, a feed
+    # that is not wired), and about half the texts a replay checks were checked already.
     composites = list(_composites(text))
     taken = sorted({(start, end) for start, end, _, _ in composites})
     return tuple([(name, value) for _, _, name, value in composites] + list(_named(text, taken)))
