@@ -713,9 +713,6 @@ def print_history_probe(probe: HistoryProbe | None, sessions: list[dt.date], dat
     )
 
 
-# --- entry point -----------------------------------------------------------------------------------
-
-
 # --- the plain path as an earlier commit had it ------------------------------------------------------
 
 
@@ -782,8 +779,14 @@ def run_baseline(revision: str, days: int) -> Baseline:
         env = {name: value for name, value in os.environ.items() if name not in ("DATABASE_URL", "REDIS_URL")}
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         print(f"Replaying the same {days} sessions with the code of {short} (its own bench/replay.py) ...", flush=True)
+        options = ["--days", str(days), "--no-progress"]
+        # A bench that knows them runs its plain path only, without the history probe; an older one
+        # has nothing else to run.
+        source = script.read_text(encoding="utf-8")
+        options += ["--paths", "plain"] if '"--paths"' in source else []
+        options += ["--no-history-probe"] if '"--no-history-probe"' in source else []
         ran = subprocess.run(
-            [sys.executable, str(script), "--days", str(days), "--no-progress"],
+            [sys.executable, str(script), *options],
             cwd=tree,
             env=env,
             capture_output=True,
@@ -803,6 +806,9 @@ def run_baseline(revision: str, days: int) -> Baseline:
         f"({baseline.cpu_s:.1f} s CPU with its seeding); realised PnL {baseline.realised}"
     )
     return baseline
+
+
+# --- entry point -----------------------------------------------------------------------------------
 
 
 def use_throwaway_postgres(data_dir: Path, server: str) -> str:
