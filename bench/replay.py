@@ -567,8 +567,13 @@ def row_counts() -> dict[str, int]:
     }
 
 
+def row_counts_text() -> str:
+    """``row_counts`` as one line: "model calls 18,445, stage runs 12,666, ..."."""
+    return ", ".join(f"{name} {count:,}" for name, count in row_counts().items())
+
+
 def print_row_counts() -> None:
-    print("  rows at the end: " + ", ".join(f"{name} {count:,}" for name, count in row_counts().items()))
+    print(f"  rows at the end: {row_counts_text()}")
 
 
 def print_header(data_dir: Path, strategy: object, args: argparse.Namespace) -> None:
@@ -670,13 +675,11 @@ def print_history_probe(probe: HistoryProbe | None, sessions: list[dt.date], dat
     month = sessions[-min(SESSIONS_PER_MONTH, len(sessions)) :]
     if len(month) < 2:
         return
-    stored = row_counts()
     print(
         f"\nThe same month on an empty and on a full database: the last {len(month)} sessions ({month[0]} to "
         f"{month[-1]}), replayed by a second strategy on the same universe with its own fresh account (fast path), "
-        "in turns on a copy of the database from before any replay and on this one ("
-        + ", ".join(f"{name} {count:,}" for name, count in stored.items())
-        + "); per session after the first:"
+        f"in turns on a copy of the database from before any replay and on this one ({row_counts_text()}); "
+        "per session after the first:"
     )
     print(
         f"  {'round':<6} {'wall ms empty':>14} {'full':>6} {'full/empty':>11} {'CPU ms empty':>13} {'full':>6} "
